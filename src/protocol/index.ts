@@ -1,0 +1,3 @@
+export * from './schemas.js';
+export * from './decode.js';
+export { sha256Hex } from './integrity.js';

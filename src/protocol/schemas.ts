@@ -1,0 +1,159 @@
+/**
+ * zod schemas of every wire object in PROTOCOL.md (version 1). The client validates
+ * everything it receives with these; the reference server's tests validate everything
+ * it produces with the same ones, so the two cannot drift apart.
+ */
+import { z } from 'zod';
+
+/** Ids of conversations, turns and messages: `^[A-Za-z0-9_-]{1,128}$`. */
+export const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+/** Idempotency keys: 16–128 characters of `[A-Za-z0-9_-]`. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
+/** Resume points: 1 to 15 decimal digits and nothing else. */
+export const RESUME_POINT_PATTERN = /^[0-9]{1,15}$/;
+/** Largest submit body the protocol allows, in encoded bytes (64 KiB). */
+export const MAX_SUBMIT_BYTES = 64 * 1024;
+
+export const idSchema = z.string().regex(ID_PATTERN);
+export const idempotencyKeySchema = z.string().regex(IDEMPOTENCY_KEY_PATTERN);
+const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+/** ISO 8601 timestamp as produced by `Date.prototype.toISOString`. */
+const timestampSchema = z.string().min(1).max(64);
+
+/** A JSON value (used for message content objects and action input/output). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export const jsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]),
+);
+
+// ---------------------------------------------------------------- section 1: submit
+
+export const submitBodySchema = z.object({
+  content: z.union([z.string(), z.record(z.string(), jsonValueSchema)]),
+});
+export type SubmitBody = z.infer<typeof submitBodySchema>;
+export type MessageContent = SubmitBody['content'];
+
+export const submitAnswerSchema = z.object({
+  turnId: idSchema,
+  messageId: idSchema,
+  conversationId: idSchema,
+  status: z.literal('pending'),
+});
+export type SubmitAnswer = z.infer<typeof submitAnswerSchema>;
+
+// ---------------------------------------------------------------- section 2: events
+
+const eventBase = { turnId: idSchema, seq: seqSchema } as const;
+
+export const turnStartEventSchema = z.object({
+  ...eventBase,
+  type: z.literal('turn.start'),
+  messageId: idSchema,
+  conversationId: idSchema,
+  createdAt: timestampSchema,
+});
+
+export const deltaEventSchema = z.object({
+  ...eventBase,
+  type: z.literal('delta'),
+  text: z.string(),
+});
+
+export const actionStatusSchema = z.enum(['started', 'completed', 'failed']);
+export const actionEventSchema = z.object({
+  ...eventBase,
+  type: z.literal('action'),
+  callId: z.string().min(1).max(128),
+  name: z.string().min(1).max(128),
+  status: actionStatusSchema,
+  input: jsonValueSchema.optional(),
+  output: jsonValueSchema.optional(),
+  error: jsonValueSchema.optional(),
+});
+
+export const turnEndStatusSchema = z.enum(['complete', 'failed', 'cancelled']);
+export const turnEndEventSchema = z.object({
+  ...eventBase,
+  type: z.literal('turn.end'),
+  status: turnEndStatusSchema,
+  error: jsonValueSchema.optional(),
+  textLength: z.number().int().min(0),
+  textSha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+export const turnEventSchema = z.discriminatedUnion('type', [
+  turnStartEventSchema,
+  deltaEventSchema,
+  actionEventSchema,
+  turnEndEventSchema,
+]);
+
+export type TurnStartEvent = z.infer<typeof turnStartEventSchema>;
+export type DeltaEvent = z.infer<typeof deltaEventSchema>;
+export type ActionEvent = z.infer<typeof actionEventSchema>;
+export type ActionStatus = z.infer<typeof actionStatusSchema>;
+export type TurnEndEvent = z.infer<typeof turnEndEventSchema>;
+export type TurnEndStatus = z.infer<typeof turnEndStatusSchema>;
+/** Any event of a turn's log, as sent in an SSE `data:` line and in replay answers. */
+export type TurnEvent = z.infer<typeof turnEventSchema>;
+export type TurnEventType = TurnEvent['type'];
+export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta', 'action', 'turn.end'];
+
+// ---------------------------------------------------------------- section 3–5: turns
+
+export const turnStatusSchema = z.enum(['pending', 'streaming', 'complete', 'failed', 'cancelled']);
+export type ServerTurnStatus = z.infer<typeof turnStatusSchema>;
+
+export const turnObjectSchema = z.object({
+  id: idSchema,
+  conversationId: idSchema,
+  messageId: idSchema,
+  status: turnStatusSchema,
+  lastSeq: z.number().int().min(0),
+  createdAt: timestampSchema,
+  updatedAt: timestampSchema,
+});
+export type TurnObject = z.infer<typeof turnObjectSchema>;
+
+export const replayAnswerSchema = z.object({
+  turn: turnObjectSchema,
+  events: z.array(z.unknown()),
+  hasMore: z.boolean(),
+});
+/** Replay answer; `events` are decoded one by one so a bad event does not hide the rest. */
+export type ReplayAnswer = z.infer<typeof replayAnswerSchema>;
+
+export const listAnswerSchema = z.object({ turns: z.array(turnObjectSchema) });
+export type ListAnswer = z.infer<typeof listAnswerSchema>;
+
+export const cancelAnswerSchema = z.object({ turn: turnObjectSchema });
+export type CancelAnswer = z.infer<typeof cancelAnswerSchema>;
+
+export const errorBodySchema = z.object({
+  error: z.object({ code: z.string().regex(/^[a-z0-9_]+$/), message: z.string() }),
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+/** Server error codes named by PROTOCOL.md. */
+export type ServerErrorCode =
+  | 'invalid_idempotency_key'
+  | 'invalid_json'
+  | 'invalid_body'
+  | 'invalid_id'
+  | 'idempotency_key_in_flight'
+  | 'payload_too_large'
+  | 'idempotency_key_reused'
+  | 'rate_limited'
+  | 'overloaded'
+  | 'turn_not_found'
+  | 'turn_expired'
+  | 'invalid_resume_point'
+  | 'resume_point_ahead'
+  | 'invalid_limit'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'not_acceptable'
+  | 'internal_error';

@@ -1,0 +1,2 @@
+// React bindings (filled by the React issue).
+export {};

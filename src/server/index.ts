@@ -1,0 +1,2 @@
+// The reference server's public face.
+export type { TurnLog, StoredTurn, IdempotencyRecord, NewTurnEvent, EventPage } from './turn-log.js';

@@ -1,0 +1,90 @@
+import type { MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../protocol/schemas.js';
+
+/**
+ * A turn's record as a store keeps it. `principal` scopes visibility (see
+ * `authorize`); it never leaves the server.
+ */
+export interface StoredTurn extends TurnObject {
+  principal: string;
+  /** Set once the turn's log holds `turn.end`; retention counts from here. */
+  endedAt?: string;
+}
+
+/** What the idempotency ledger remembers about one key. */
+export interface IdempotencyRecord {
+  /** conversation id + canonical body; another fingerprint for the same key answers 422. */
+  fingerprint: string;
+  /** `in_flight` while the first request is still creating its turn (a duplicate answers 409). */
+  state: 'in_flight' | 'done';
+  /** The first answer's body (when `done`). */
+  turnId?: string;
+  messageId?: string;
+  conversationId?: string;
+  createdAt: string;
+}
+
+/** Events appended by the handler; seq is assigned by the log. */
+export type NewTurnEvent = TurnEvent extends infer E ? (E extends TurnEvent ? Omit<E, 'seq' | 'turnId'> : never) : never;
+
+/** A page of events read from a log. */
+export interface EventPage {
+  events: TurnEvent[];
+  /** True when more events after the last one returned are already logged. */
+  hasMore: boolean;
+}
+
+/**
+ * The server-side buffer a turn is produced into and read back from. The in-memory
+ * implementation serves one process; the Redis Streams one serves many instances.
+ * Every method is async so a networked store fits the same handler.
+ */
+export interface TurnLog {
+  /** Creates a turn record with status `pending`, lastSeq 0. */
+  createTurn(turn: {
+    id: string;
+    conversationId: string;
+    messageId: string;
+    principal: string;
+    content: MessageContent;
+    createdAt: string;
+  }): Promise<StoredTurn>;
+  /** The turn, or `undefined` when unknown; `'expired'` when it existed but retention removed its log. */
+  getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined>;
+  /**
+   * Appends one event, numbering it lastSeq + 1, updating the turn's status
+   * (`streaming` after the first event; the end status after `turn.end`), `updatedAt`
+   * and, at `turn.end`, `endedAt`. Returns the logged event.
+   */
+  append(turnId: string, event: NewTurnEvent): Promise<TurnEvent>;
+  /** Events with seq > `after`, at most `limit`, oldest first. */
+  read(turnId: string, after: number, limit: number): Promise<EventPage>;
+  /**
+   * Resolves as soon as the log has an event with seq > `after` (at once when it
+   * already has), or the turn ends, or `signal` aborts (then resolves, never rejects),
+   * or `timeoutMs` passes. The handler's live follow loop is built on this.
+   */
+  waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void>;
+  /** A conversation's turns visible to `principal`, newest first. */
+  listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]>;
+  /** Reads an idempotency record (scoped by principal). */
+  getIdempotency(principal: string, key: string): Promise<IdempotencyRecord | undefined>;
+  /**
+   * Stores `record` only if no record exists for the key (atomic; `SET NX` in Redis).
+   * Returns the existing record when there was one, else `undefined`.
+   */
+  putIdempotencyIfAbsent(principal: string, key: string, record: IdempotencyRecord): Promise<IdempotencyRecord | undefined>;
+  /** Replaces the record of a key this caller created (in_flight → done). */
+  completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void>;
+  /** Removes a key whose turn could not be created, so a retry can try again. */
+  deleteIdempotency(principal: string, key: string): Promise<void>;
+  /** Asks the producer of a live turn to stop (cross-instance in Redis). */
+  requestCancel(turnId: string): Promise<void>;
+  /** True once cancel was requested for the turn. */
+  isCancelRequested(turnId: string): Promise<boolean>;
+  /** Releases timers and connections. */
+  close(): Promise<void>;
+}
+
+/** The end statuses a turn can reach, for convenience. */
+export type EndedStatus = TurnEndStatus;
+export type { ServerTurnStatus };

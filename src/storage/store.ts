@@ -1,0 +1,129 @@
+import type { LifelineError, StorageError } from '../errors.js';
+import type { ActionEvent, MessageContent, TurnEvent } from '../protocol/schemas.js';
+
+/** Status of a turn as the client tracks it (wider than the server's). */
+export type TurnStatus =
+  | 'pending'
+  | 'streaming'
+  | 'reconnecting'
+  | 'stalled'
+  | 'recovering'
+  | 'complete'
+  | 'failed'
+  | 'cancelled';
+
+/** The three statuses after which nothing more can happen to a turn. */
+export type EndedTurnStatus = 'complete' | 'failed' | 'cancelled';
+
+/** One action call as the snapshot shows it: the latest state of each `callId`. */
+export interface ActionState {
+  callId: string;
+  name: string;
+  status: ActionEvent['status'];
+  input?: ActionEvent['input'];
+  output?: ActionEvent['output'];
+  error?: ActionEvent['error'];
+  /** seq of the last event that changed this action. */
+  seq: number;
+}
+
+/**
+ * A turn's metadata row (object store `turns`). Text and actions of an unfinished turn
+ * live in its chunks; once ended the chunks are folded into `text`/`actions` here.
+ */
+export interface TurnRecord {
+  id: string;
+  conversationId: string;
+  messageId?: string;
+  /** Operation id of the submission that created the turn, when known. */
+  operationId?: string;
+  status: TurnStatus;
+  lastSeq: number;
+  createdAt: number;
+  updatedAt: number;
+  endedAt?: number;
+  /** Present once folded (ended turns): the whole text. */
+  text?: string;
+  /** Present once folded (ended turns). */
+  actions?: ActionState[];
+  /** Failure of an ended turn, as plain data. */
+  error?: ReturnType<LifelineError['toJSON']>;
+}
+
+/** One flushed run of consecutive events of a turn (object store `chunks`, key `[turnId, firstSeq]`). */
+export interface EventChunk {
+  turnId: string;
+  firstSeq: number;
+  lastSeq: number;
+  events: TurnEvent[];
+}
+
+/** State of an outbox entry. */
+export type OutboxState = 'queued' | 'sending' | 'accepted' | 'failed';
+
+/** One durable submission (object store `outbox`, key `operationId`). */
+export interface OutboxRecord {
+  operationId: string;
+  conversationId: string;
+  content: MessageContent;
+  createdAt: number;
+  /** Monotonic order within the namespace; entries of a conversation are sent in this order. */
+  order: number;
+  attempts: number;
+  nextAttemptAt: number;
+  state: OutboxState;
+  lastError?: ReturnType<LifelineError['toJSON']>;
+  turnId?: string;
+  messageId?: string;
+  acceptedAt?: number;
+}
+
+/** What {@link Store.loadTurn} returns: the record and, unless folded, its events in seq order. */
+export interface LoadedTurn {
+  record: TurnRecord;
+  events: TurnEvent[];
+}
+
+/** Result of a bulk load: good rows plus one error per skipped corrupt or foreign row. */
+export interface LoadResult<T> {
+  items: T[];
+  skipped: StorageError[];
+}
+
+/**
+ * Persistence used by the client. Implementations: `createIndexedDbStore` (idb) and
+ * `createMemoryStore`. Every write is one transaction and resolves only once it is
+ * durable (`tx.done`); every failure rejects with a {@link StorageError}.
+ */
+export interface Store {
+  /** `'indexeddb'`, `'memory'` or a custom name. */
+  readonly kind: string;
+  /** Opens (or re-opens after `terminated`/`Clear-Site-Data`). Rejects with a StorageError. */
+  open(): Promise<void>;
+  /** Turns in storage; `unfinished` keeps only those whose status is not ended. */
+  loadTurns(filter?: { unfinished?: boolean; conversationId?: string }): Promise<LoadResult<TurnRecord>>;
+  /** One turn with its events (empty when folded). `undefined` when not stored. */
+  loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
+  /** Creates or updates a turn row without events. */
+  putTurn(record: TurnRecord): Promise<void>;
+  /** One transaction: adds the chunk and writes the turn row (lastSeq, status). */
+  appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void>;
+  /** One transaction: deletes the turn's chunks and writes the folded row (text, actions set). */
+  foldTurn(record: TurnRecord): Promise<void>;
+  /** Deletes the turn row and its chunks. */
+  deleteTurn(turnId: string): Promise<void>;
+  /** Deletes ended turns whose `endedAt` is before `before`; returns how many. */
+  sweepEnded(before: number): Promise<number>;
+  loadOutbox(): Promise<LoadResult<OutboxRecord>>;
+  putOutbox(record: OutboxRecord): Promise<void>;
+  deleteOutbox(operationId: string): Promise<void>;
+  /** Deletes everything in this namespace (logout). */
+  clear(): Promise<void>;
+  /** Closes connections; the store may be opened again. */
+  close(): void;
+  /**
+   * Called by the store when it loses its connection or hits a fatal condition
+   * (versionchange from a newer tab, database deleted, quota). Set by the client.
+   */
+  onTrouble?: (error: StorageError) => void;
+}

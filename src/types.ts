@@ -1,0 +1,243 @@
+/**
+ * Public types of the Lifeline client. Implementations live in `client.ts`,
+ * `transport/`, `storage/` and `outbox/`; this file is the contract between them.
+ */
+import type { LifelineError } from './errors.js';
+import type { MessageContent, TurnEvent } from './protocol/schemas.js';
+import type { ActionState, OutboxRecord, Store, TurnStatus } from './storage/store.js';
+
+export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './storage/store.js';
+
+/** Something that can be listened to. `subscribe` returns its own unsubscribe. */
+export interface Subscribable<T> {
+  subscribe(listener: (value: T) => void): () => void;
+}
+
+/** An external store React (or anything) can read: stable snapshots, change notifications. */
+export interface ExternalStore<S> {
+  /** The current snapshot; the same object until something changes. */
+  getSnapshot(): S;
+  /** Calls `listener` after every change; returns unsubscribe. */
+  subscribe(listener: () => void): () => void;
+}
+
+/** State of the single network connection that follows a turn. */
+export type ConnectionState = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
+
+export interface ConnectionInfo {
+  state: ConnectionState;
+  /** Attempts since the last successful event; 0 while healthy. */
+  attempt: number;
+  /** When the next attempt is scheduled (epoch ms), while `waiting`. */
+  nextRetryAt?: number;
+}
+
+/** How a turn's missing events were brought back. */
+export type RecoveryPath = 'resume' | 'replay' | 'reload';
+
+export interface RecoveryInfo {
+  path: RecoveryPath;
+  /** Events applied through that path. */
+  events: number;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** Immutable view of a turn; a new object on every change, the same one otherwise. */
+export interface TurnSnapshot {
+  id: string;
+  conversationId?: string;
+  messageId?: string;
+  status: TurnStatus;
+  /** The assistant text: a pure function of the applied events. */
+  text: string;
+  /** Actions by first appearance, each at its latest state. */
+  actions: readonly ActionState[];
+  lastSeq: number;
+  error?: LifelineError;
+  connection: ConnectionInfo;
+  /** The last recovery, if the turn needed one. */
+  recovered?: RecoveryInfo;
+}
+
+/** A followed turn. */
+export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEvent> {
+  readonly id: string;
+  /** Resolves with the final snapshot when the turn ends (complete, failed or cancelled). */
+  readonly completed: Promise<TurnSnapshot>;
+  /** Asks the server to cancel the turn (section 5). */
+  cancel(): Promise<void>;
+  /** Stops following this turn (storage keeps what arrived). */
+  close(): void;
+}
+
+/** Retry timing for reconnects, replays and submissions. */
+export interface RetryOptions {
+  /** Random spread of the first reconnect after a healthy connection, ms. Default 100. */
+  firstRetryJitterMs?: number;
+  /** First backoff step, ms. Default 250. */
+  initialDelayMs?: number;
+  /** Cap of one backoff step, ms. Default 10 000. */
+  maxDelayMs?: number;
+  /** Multiplier per attempt. Default 2. */
+  factor?: number;
+  /** Give up (visibly) when retrying this long without progress, ms. Default 300 000 (5 min). */
+  maxElapsedMs?: number;
+  /** Largest `Retry-After` honoured, ms. Default 60 000. */
+  maxRetryAfterMs?: number;
+}
+
+/** Stall watchdogs (see the stall issue). */
+export interface StallOptions {
+  /** From acceptance (or attach) to the first event, ms. Default 15 000. */
+  firstEventMs?: number;
+  /** Between any two events or heartbeats, ms. Default 25 000. */
+  idleMs?: number;
+}
+
+/** Size caps on untrusted input. */
+export interface LimitOptions {
+  /** Largest single event's data, code units. Default 1 Mi. */
+  maxEventSize?: number;
+  /** Largest text of one turn, code units. Default 16 Mi. */
+  maxTurnTextLength?: number;
+}
+
+export type HeadersInput = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+
+export interface LifelineOptions {
+  /** Base URL of the protocol endpoints, e.g. `/api` or `https://host/api`. */
+  baseUrl: string;
+  /** Request headers (e.g. Authorization); a function is called again before every attempt. Never stored. */
+  headers?: HeadersInput;
+  /** Injectable fetch. Default `globalThis.fetch`. */
+  fetch?: typeof fetch;
+  retry?: RetryOptions;
+  stall?: StallOptions;
+  limits?: LimitOptions;
+  /** `'indexeddb'` (default when available), `'memory'`, or a custom {@link Store}. */
+  storage?: 'indexeddb' | 'memory' | Store;
+  /** Partition of local data, e.g. the user id: one database per namespace. Default `'default'`. */
+  namespace?: string;
+  /** Ask the browser for persistent storage (`navigator.storage.persist()`); the answer is a diagnostic. */
+  persist?: boolean;
+  /** Ended turns are deleted from local storage after this long, ms. Default 7 days. */
+  retentionMs?: number;
+  /** Flush buffered events after this many ms or {@link flushEvents} events, whichever first. Default 16. */
+  flushMs?: number;
+  /** Default 256. */
+  flushEvents?: number;
+  outbox?: OutboxOptions;
+  /** Receives every diagnostic (also available as `client.diagnostics`). */
+  onDiagnostic?: (diagnostic: Diagnostic) => void;
+}
+
+export interface OutboxOptions {
+  /** Per-request timeout, ms. Default 15 000. */
+  timeoutMs?: number;
+  /** Give up on an entry this long after it was created, ms. Default 24 h. */
+  maxAgeMs?: number;
+}
+
+/** Storage health as the app sees it. */
+export interface StorageStatus {
+  /** `ok`: writes land; `degraded`: working in memory because storage failed; `memory`: memory by choice. */
+  state: 'opening' | 'ok' | 'degraded' | 'memory';
+  kind: string;
+  cause?: LifelineError;
+  /** Answer of `navigator.storage.persist()` when asked. */
+  persisted?: boolean;
+}
+
+/** A submission as the UI sees it. */
+export interface OutboxEntry extends Readonly<OutboxRecord> {}
+
+/** The durable outbox, subscribable. */
+export interface Outbox extends ExternalStore<readonly OutboxEntry[]> {
+  /** Sends a failed entry again now (same operation id). */
+  retry(operationId: string): Promise<void>;
+  /** Removes an entry that is not yet accepted. */
+  discard(operationId: string): Promise<void>;
+}
+
+/** Handle returned by `conversation.send`. */
+export interface Submission extends ExternalStore<OutboxEntry | undefined> {
+  readonly operationId: string;
+  /** Resolves with the followed turn once the server accepted; rejects if the entry fails. */
+  readonly accepted: Promise<Turn>;
+}
+
+export interface ConversationItem {
+  /** `user` for a submission, `assistant` for a turn. */
+  role: 'user' | 'assistant';
+  /** Operation id for user items, turn id for assistant items. */
+  key: string;
+  /** For user items. */
+  content?: MessageContent;
+  /** For user items: the outbox state (`accepted` once the server has it). */
+  submission?: OutboxEntry;
+  /** For assistant items. */
+  turn?: TurnSnapshot;
+}
+
+export interface ConversationSnapshot {
+  id: string;
+  items: readonly ConversationItem[];
+}
+
+/** One conversation: send into it, read its interleaved messages. */
+export interface Conversation extends ExternalStore<ConversationSnapshot> {
+  readonly id: string;
+  send(content: MessageContent): Submission;
+  /** Entries of this conversation only. */
+  readonly outbox: Outbox;
+}
+
+/** Everything that happens, typed. `at` is epoch ms. */
+export type Diagnostic =
+  | { type: 'connect'; at: number; turnId: string; attempt: number; lastEventId: number }
+  | { type: 'open'; at: number; turnId: string; status: number }
+  | { type: 'disconnect'; at: number; turnId: string; cause: LifelineError }
+  | { type: 'retry'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; attempt: number; delayMs: number; cause?: LifelineError }
+  | { type: 'resumed'; at: number; turnId: string; fromSeq: number }
+  | { type: 'duplicate'; at: number; turnId: string; seq: number }
+  | { type: 'gap'; at: number; turnId: string; expected: number; got: number }
+  | { type: 'unknown-event'; at: number; turnId: string; eventType: string }
+  | { type: 'protocol-error'; at: number; turnId?: string; error: LifelineError }
+  | { type: 'integrity-mismatch'; at: number; turnId: string; expectedLength: number; actualLength: number }
+  | { type: 'stalled'; at: number; turnId: string; watchdog: 'first-event' | 'idle'; silentMs: number }
+  | { type: 'recovering'; at: number; turnId: string; path: RecoveryPath; fromSeq: number }
+  | { type: 'recovered'; at: number; turnId: string; path: RecoveryPath; events: number }
+  | { type: 'completed'; at: number; turnId: string; status: 'complete' | 'failed' | 'cancelled' }
+  | { type: 'failed'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; error: LifelineError }
+  | { type: 'submit'; at: number; operationId: string; conversationId: string; attempt: number }
+  | { type: 'accepted'; at: number; operationId: string; turnId: string; replayed: boolean }
+  | { type: 'outbox-replay'; at: number; count: number }
+  | { type: 'storage'; at: number; status: StorageStatus }
+  | { type: 'storage-error'; at: number; error: LifelineError }
+  | { type: 'network'; at: number; online: boolean }
+  | { type: 'auth-refresh'; at: number; turnId: string };
+
+export type DiagnosticType = Diagnostic['type'];
+
+/** The client returned by `createLifeline`. */
+export interface LifelineClient {
+  /** Follows a turn (starting from storage when it is stored). One handle per id. */
+  turn(turnId: string): Turn;
+  /** A conversation to send into and read from. */
+  conversation(conversationId: string): Conversation;
+  /** Turns restored from storage at start and those followed since. */
+  readonly turns: ExternalStore<readonly TurnSnapshot[]>;
+  /** Every pending or failed submission. */
+  readonly outbox: Outbox;
+  readonly diagnostics: Subscribable<Diagnostic>;
+  readonly storageStatus: ExternalStore<StorageStatus>;
+  /** Finds, adopts and replays a conversation's turns from the server's list endpoint. */
+  recover(conversationId: string): Promise<readonly TurnSnapshot[]>;
+  /** Resolves once stored turns and outbox entries are loaded (before any network). */
+  readonly ready: Promise<void>;
+  /** Deletes all local data of this namespace (logout). */
+  clearStorage(): Promise<void>;
+  /** Ends every connection and timer. */
+  dispose(): void;
+}
