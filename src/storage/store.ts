@@ -117,6 +117,14 @@ export interface Store {
   loadOutbox(): Promise<LoadResult<OutboxRecord>>;
   putOutbox(record: OutboxRecord): Promise<void>;
   deleteOutbox(operationId: string): Promise<void>;
+  /**
+   * Cross-tab lease used by the outbox where Web Locks are missing: in one transaction,
+   * takes the lease `name` for `owner` until `now + ttlMs` if it is free, expired or
+   * already held by `owner`. Returns true when `owner` holds it afterwards.
+   */
+  tryLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean>;
+  /** Gives the lease up if `owner` holds it. */
+  releaseLease(name: string, owner: string): Promise<void>;
   /** Deletes everything in this namespace (logout). */
   clear(): Promise<void>;
   /** Closes connections; the store may be opened again. */
