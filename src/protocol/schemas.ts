@@ -143,6 +143,7 @@ export type ServerErrorCode =
   | 'invalid_id'
   | 'idempotency_key_in_flight'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'idempotency_key_reused'
   | 'rate_limited'
   | 'overloaded'
