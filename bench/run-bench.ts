@@ -1,0 +1,103 @@
+/**
+ * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
+ * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
+ *
+ * Options: `--only throughput,resume,stall,hydration,memory,size`, `--runs N` (runs per
+ * throughput contender, default 3), `--no-build` (use dist/ as it is).
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startBenchServer, type BenchServer } from './lib/bench-server.js';
+import { chromiumVersion } from './lib/chromium.js';
+import { benchThroughput, throughputReport } from './throughput.js';
+import { measureBundleSizes, sizeTable } from '../scripts/size.mjs';
+
+interface Section {
+  id: string;
+  title: string;
+  run(server: BenchServer, log: (line: string) => void): Promise<string>;
+}
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    runs: { type: 'string', default: '3' },
+    'no-build': { type: 'boolean', default: false },
+  },
+});
+const runs = Number(values.runs);
+
+const SECTIONS: Section[] = [
+  {
+    id: 'throughput',
+    title: 'Delivery throughput in headless Chromium',
+    run: async (server, log) => throughputReport(await benchThroughput(server, { runs, log })),
+  },
+  {
+    id: 'size',
+    title: 'Bundle size (min+gz)',
+    run: async () =>
+      `esbuild bundle of the built entry with its runtime dependencies, minified, gzip level 9; 1 kB = 1024 bytes.\n\n${sizeTable(await measureBundleSizes())}`,
+  },
+];
+
+function machine(): string[] {
+  const model = cpus()[0]?.model ?? 'unknown';
+  return [
+    `- date: ${new Date().toISOString()}`,
+    `- CPUs (nproc): ${availableParallelism()}, model: ${model}`,
+    `- Node ${process.version}, ${chromiumVersion()}`,
+    `- load average at start: ${loadavg().map((load) => load.toFixed(2)).join(' ')}`,
+  ];
+}
+
+async function main(): Promise<void> {
+  const only = values.only?.split(',').map((id) => id.trim());
+  const selected = SECTIONS.filter((section) => !only || only.includes(section.id));
+  const head = machine();
+  console.log(['Lifeline benchmarks', ...head].join('\n'));
+  if (!values['no-build']) {
+    console.log('\nbuilding dist/ (npm run build)…');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+  }
+  const server = await startBenchServer();
+  const bodies: string[] = [];
+  try {
+    for (const section of selected) {
+      console.log(`\n## ${section.title}\n`);
+      let body: string;
+      try {
+        body = await section.run(server, (line) => console.log(line));
+      } catch (error) {
+        body = `n/a (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
+      }
+      console.log(body);
+      bodies.push(`## ${section.title}\n\n${body}`);
+    }
+  } finally {
+    await server.close();
+  }
+  const doc = [
+    '# Benchmarks',
+    '',
+    'Written by `npm run bench` (scripts/bench.mjs → bench/). Every ratio compares figures measured in the same run.',
+    'Numbers taken while other work runs on the machine are noisy; the load average below says how quiet it was.',
+    '',
+    ...head,
+    '',
+    ...bodies.flatMap((body) => [body, '']),
+  ].join('\n');
+  if (only) {
+    console.log('\n(--only given: docs/benchmarks.md left unchanged)');
+  } else {
+    writeFileSync(new URL('../docs/benchmarks.md', import.meta.url), doc);
+    console.log('\nwrote docs/benchmarks.md');
+  }
+}
+
+await main();

@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+/**
+ * Size budgets of the published entry points, measured the way a user's bundler sees
+ * them: esbuild bundles the BUILT file from `dist/` with its runtime dependencies
+ * (@microsoft/fetch-event-source, idb, nanoid ship inside the client), minifies, and
+ * gzip (level 9) compresses it. Budgets are in kB of 1024 bytes.
+ *
+ * `node scripts/size.mjs` prints the table and exits 1 when a budget is exceeded (part
+ * of `npm test`). `scripts/bench.mjs` imports {@link measureBundleSizes} so the
+ * benchmark page reports exactly the same figures.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+
+/** 1 kB = 1024 bytes throughout this file and its output. */
+export const KB = 1024;
+
+/** Budgets, min+gz bytes. The client budget applies to the build that leaves zod to the app. */
+export const BUDGETS = {
+  'lifeline (without zod)': 12 * KB,
+  'lifeline/react': 2 * KB,
+};
+
+/**
+ * Marks every import that leaves `dir` (a relative path into another entry of the
+ * package) as external, under the name the user would import: the React entry's size
+ * must not count the client it sits on.
+ */
+function keepInside(dir, asName) {
+  return {
+    name: 'keep-inside',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.?\// }, (args) => {
+        const target = resolve(args.resolveDir, args.path);
+        if (target.startsWith(dir + sep)) return undefined;
+        return { path: asName, external: true };
+      });
+    },
+  };
+}
+
+/**
+ * The entries measured. `external` lists packages left to the app (bare names also
+ * match their subpaths, e.g. `zod/v4`).
+ */
+function entries() {
+  return [
+    { name: 'lifeline (with zod)', file: 'index.js', platform: 'browser', external: [] },
+    { name: 'lifeline (without zod)', file: 'index.js', platform: 'browser', external: ['zod'] },
+    {
+      name: 'lifeline/react',
+      file: 'react/index.js',
+      platform: 'browser',
+      external: ['react', 'react-dom', 'lifeline'],
+      plugins: [keepInside(join(dist, 'react'), 'lifeline')],
+    },
+    { name: 'lifeline/server (without zod)', file: 'server/index.js', platform: 'node', external: ['zod'] },
+  ];
+}
+
+/**
+ * Bundles, minifies and gzips each entry of `dist/`.
+ * @returns {Promise<Array<{ name: string, minified: number, gzipped: number, budget?: number }>>}
+ */
+export async function measureBundleSizes() {
+  if (!existsSync(join(dist, 'index.js'))) {
+    throw new Error(`${relative(process.cwd(), dist)}/index.js is missing: run \`npm run build\` first`);
+  }
+  const rows = [];
+  for (const entry of entries()) {
+    const file = join(dist, entry.file);
+    if (!existsSync(file)) {
+      rows.push({ name: entry.name, missing: `dist/${entry.file} not built` });
+      continue;
+    }
+    const result = await build({
+      entryPoints: [file],
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      platform: entry.platform,
+      target: 'es2022',
+      write: false,
+      logLevel: 'silent',
+      legalComments: 'none',
+      external: entry.external.flatMap((name) => [name, `${name}/*`]),
+      plugins: entry.plugins ?? [],
+    });
+    const code = result.outputFiles[0].contents;
+    const gzipped = gzipSync(code, { level: 9 }).length;
+    rows.push({ name: entry.name, minified: code.length, gzipped, budget: BUDGETS[entry.name] });
+  }
+  return rows;
+}
+
+/** `12.34 kB` with kB = 1024 bytes. */
+export function formatKb(bytes) {
+  return `${(bytes / KB).toFixed(2)} kB`;
+}
+
+/** The rows as a Markdown table (also readable on a terminal). */
+export function sizeTable(rows) {
+  const lines = ['| entry | min | min+gz | budget (min+gz) |', '|---|---:|---:|---|'];
+  for (const row of rows) {
+    if (row.missing) {
+      lines.push(`| ${row.name} | n/a | n/a (${row.missing}) | |`);
+      continue;
+    }
+    const budget =
+      row.budget === undefined ? '' : `${formatKb(row.budget)} ${row.gzipped <= row.budget ? 'ok' : '**EXCEEDED**'}`;
+    lines.push(`| ${row.name} | ${formatKb(row.minified)} | ${formatKb(row.gzipped)} | ${budget} |`);
+  }
+  return lines.join('\n');
+}
+
+async function main() {
+  const rows = await measureBundleSizes();
+  console.log('Bundle sizes (esbuild bundle + minify, gzip -9; 1 kB = 1024 bytes)\n');
+  console.log(sizeTable(rows));
+  const over = rows.filter((row) => row.budget !== undefined && row.gzipped > row.budget);
+  const missing = rows.filter((row) => row.missing && BUDGETS[row.name] !== undefined);
+  for (const row of over) console.error(`size: ${row.name} is ${formatKb(row.gzipped)}, budget ${formatKb(row.budget)}`);
+  for (const row of missing) console.error(`size: ${row.name}: ${row.missing}`);
+  if (over.length > 0 || missing.length > 0) process.exit(1);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error) => {
+    console.error(`size: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  });
+}
