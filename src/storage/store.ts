@@ -78,10 +78,19 @@ export interface OutboxRecord {
   acceptedAt?: number;
 }
 
-/** What {@link Store.loadTurn} returns: the record and, unless folded, its events in seq order. */
+/**
+ * What {@link Store.loadTurn} returns: the record and, unless folded, its events in seq
+ * order. For an unfolded turn `record.lastSeq` is the seq of the last event returned.
+ */
 export interface LoadedTurn {
   record: TurnRecord;
   events: TurnEvent[];
+  /**
+   * Stored chunks that could not be used (corrupt, foreign, or after a hole). `events`
+   * then stops at the last contiguous seq and `record.lastSeq` is lowered to match, so
+   * the client fetches the rest instead of continuing over a hole.
+   */
+  skipped?: StorageError[];
 }
 
 /** Result of a bulk load: good rows plus one error per skipped corrupt or foreign row. */

@@ -1,0 +1,176 @@
+/**
+ * zod schemas of what Lifeline keeps in IndexedDB, matching the record types of
+ * `store.ts`. Everything read back is checked with them: storage outlives the code that
+ * wrote it, and another version, an extension or a bad disk can leave anything there.
+ * A record that fails is skipped and reported, never passed on.
+ */
+import { z } from 'zod';
+import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
+import { actionStatusSchema, idempotencyKeySchema, idSchema, jsonValueSchema, submitBodySchema, turnEventSchema } from '../protocol/schemas.js';
+import type { LeaseRecord } from './schema.js';
+import type { ActionState, EventChunk, OutboxRecord, OutboxState, TurnRecord, TurnStatus } from './store.js';
+
+// Records keyed by every member of the union, so a new status or kind fails to compile here.
+const STATUS_ENDED: Readonly<Record<TurnStatus, boolean>> = {
+  pending: false,
+  streaming: false,
+  reconnecting: false,
+  stalled: false,
+  recovering: false,
+  complete: true,
+  failed: true,
+  cancelled: true,
+};
+const ERROR_KINDS: Readonly<Record<LifelineErrorKind, true>> = { transport: true, protocol: true, storage: true, cancelled: true, usage: true };
+const OUTBOX_STATES: Readonly<Record<OutboxState, true>> = { queued: true, sending: true, accepted: true, failed: true };
+
+type NonEmpty<T> = [T, ...T[]];
+const keysOf = <K extends string>(record: Readonly<Record<K, unknown>>): NonEmpty<K> => Object.keys(record) as NonEmpty<K>;
+
+/** Every turn status a stored row may carry. */
+export const TURN_STATUSES: readonly TurnStatus[] = keysOf(STATUS_ENDED);
+/** The statuses after which a turn never changes again. */
+export const ENDED_STATUSES: readonly TurnStatus[] = TURN_STATUSES.filter((status) => STATUS_ENDED[status]);
+
+/** True for `complete`, `failed` and `cancelled`. */
+export function isEndedStatus(status: TurnStatus): boolean {
+  return STATUS_ENDED[status];
+}
+
+const epochMsSchema = z.number().min(0);
+const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+/** `LifelineError#toJSON()` as stored. Codes are open-ended (new ones may be added), so any snake_case code passes. */
+export const errorJsonSchema = z.object({
+  name: z.string().max(200),
+  kind: z.enum(keysOf(ERROR_KINDS)),
+  code: z.custom<LifelineErrorCode>((value) => typeof value === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(value)),
+  message: z.string(),
+  status: z.number().int().exactOptional(),
+  serverCode: z.string().exactOptional(),
+});
+
+export const actionStateSchema = z.object({
+  callId: z.string().min(1).max(128),
+  name: z.string().min(1).max(128),
+  status: actionStatusSchema,
+  input: jsonValueSchema.optional(),
+  output: jsonValueSchema.optional(),
+  error: jsonValueSchema.optional(),
+  seq: seqSchema,
+}) satisfies z.ZodType<ActionState>;
+
+/** A row of object store `turns`. `endedAt` only on ended turns (the sweep index relies on it). */
+export const turnRecordSchema = z
+  .object({
+    id: idSchema,
+    conversationId: idSchema,
+    messageId: idSchema.exactOptional(),
+    operationId: idempotencyKeySchema.exactOptional(),
+    status: z.enum(keysOf(STATUS_ENDED)),
+    lastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    createdAt: epochMsSchema,
+    updatedAt: epochMsSchema,
+    endedAt: epochMsSchema.exactOptional(),
+    text: z.string().exactOptional(),
+    actions: z.array(actionStateSchema).exactOptional(),
+    error: errorJsonSchema.exactOptional(),
+  })
+  .refine((row) => row.endedAt === undefined || STATUS_ENDED[row.status], {
+    message: 'endedAt is only allowed on an ended turn',
+    path: ['endedAt'],
+  }) satisfies z.ZodType<TurnRecord>;
+
+/** A record of object store `chunks`: events `firstSeq..lastSeq` of one turn, consecutive, in order. */
+export const eventChunkSchema = z
+  .object({
+    turnId: idSchema,
+    firstSeq: seqSchema,
+    lastSeq: seqSchema,
+    events: z.array(turnEventSchema).min(1),
+  })
+  .superRefine((chunk, context) => {
+    const problem = chunkProblem(chunk);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+  }) satisfies z.ZodType<EventChunk>;
+
+/** A record of object store `outbox`. */
+export const outboxRecordSchema = z.object({
+  operationId: idempotencyKeySchema,
+  conversationId: idSchema,
+  content: submitBodySchema.shape.content,
+  createdAt: epochMsSchema,
+  order: z.number(),
+  attempts: z.number().int().min(0),
+  nextAttemptAt: epochMsSchema,
+  state: z.enum(keysOf(OUTBOX_STATES)),
+  lastError: errorJsonSchema.exactOptional(),
+  turnId: idSchema.exactOptional(),
+  messageId: idSchema.exactOptional(),
+  acceptedAt: epochMsSchema.exactOptional(),
+}) satisfies z.ZodType<OutboxRecord>;
+
+/** A record of object store `leases`. */
+export const leaseRecordSchema = z.object({
+  name: z.string().min(1),
+  owner: z.string().min(1),
+  expiresAt: z.number(),
+}) satisfies z.ZodType<LeaseRecord>;
+
+/**
+ * Why a chunk's shape is inconsistent (`undefined` when it is fine): every event must
+ * belong to the chunk's turn and the seqs must run `firstSeq, firstSeq + 1, … lastSeq`.
+ * Cheap enough for the write path, where events were already validated on arrival.
+ */
+export function chunkProblem(chunk: Pick<EventChunk, 'turnId' | 'firstSeq' | 'lastSeq' | 'events'>): string | undefined {
+  const { events, firstSeq, lastSeq, turnId } = chunk;
+  if (events.length !== lastSeq - firstSeq + 1) {
+    return `chunk ${firstSeq}..${lastSeq} holds ${events.length} events`;
+  }
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as EventChunk['events'][number];
+    if (event.seq !== firstSeq + i) return `event at index ${i} has seq ${event.seq}, expected ${firstSeq + i}`;
+    if (event.turnId !== turnId) return `event seq ${event.seq} belongs to turn ${event.turnId}`;
+  }
+  return undefined;
+}
+
+/** Outcome of {@link checkRecord}. */
+export type CheckedRecord<T> = { ok: true; value: T } | { ok: false; error: StorageError };
+
+/**
+ * Validates one stored value. On failure the error (`storage_corrupt_record`) names the
+ * object store and key, and carries the first zod issues in `details`.
+ */
+export function checkRecord<T>(schema: z.ZodType<T>, value: unknown, storeName: string, key: IDBValidKey | undefined): CheckedRecord<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, error: corruptRecord(storeName, key, summarize(parsed.error), parsed.error.issues.slice(0, 5)) };
+}
+
+/** A `storage_corrupt_record` error for a record of `storeName` at `key`. */
+export function corruptRecord(storeName: string, key: IDBValidKey | undefined, reason: string, issues?: unknown): StorageError {
+  const shownKey = describeKey(key);
+  return new StorageError('storage_corrupt_record', `Skipped a corrupt or foreign record in "${storeName}" (key ${shownKey}): ${reason}`, {
+    details: { store: storeName, key: shownKey, ...(issues === undefined ? {} : { issues }) },
+  });
+}
+
+function describeKey(key: IDBValidKey | undefined): string {
+  if (key === undefined) return '(unknown)';
+  let text: string;
+  try {
+    text = JSON.stringify(key) ?? String(key);
+  } catch {
+    text = String(key);
+  }
+  // A foreign key may be anything; keep messages and diagnostics small.
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+function summarize(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    .join('; ');
+}
