@@ -12,3 +12,5 @@ export {
   isCancelledError,
 } from './errors.js';
 export type { LifelineErrorCode, LifelineErrorKind, LifelineErrorOptions } from './errors.js';
+export { createIndexedDbStore, isIndexedDbAvailable } from './storage/indexeddb-store.js';
+export type { IndexedDbStore, IndexedDbStoreOptions, ChunkWrite } from './storage/indexeddb-store.js';
