@@ -1,0 +1,385 @@
+/**
+ * The Redis turn log on its own, against a real redis-server: numbering, atomicity
+ * across instances, cross-instance wake-ups, producer loss, retention and the
+ * idempotency ledger. The HTTP protocol over it is covered by protocol-redis.test.ts.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../../src/protocol/integrity.js';
+import { turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
+import { createStreamWaiter } from '../../../src/server/redis-stream-waiter.js';
+import { createRedisTurnLog, type RedisTurnLogOptions } from '../../../src/server/redis-turn-log.js';
+import type { IdempotencyRecord, TurnLog } from '../../../src/server/turn-log.js';
+import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
+
+let redis: RedisServer;
+const opened: { close(): Promise<void> }[] = [];
+let prefixCounter = 0;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+
+afterAll(async () => {
+  for (const item of opened.reverse()) await item.close().catch(() => undefined);
+  await redis?.stop();
+});
+
+/** A fresh key space per test, so tests never see each other's turns. */
+function newPrefix(): string {
+  prefixCounter++;
+  return `t${prefixCounter}:`;
+}
+
+interface Opened {
+  log: TurnLog;
+  errors: unknown[];
+}
+
+function openLog(options: Partial<RedisTurnLogOptions> & { keyPrefix: string }): Opened {
+  const errors: unknown[] = [];
+  const log = createRedisTurnLog({
+    ...(options.client ? {} : { url: redis.url }),
+    onError: (error) => errors.push(error),
+    ...options,
+  });
+  opened.push(log);
+  return { log, errors };
+}
+
+function client(options: { keyPrefix?: string } = {}): Redis {
+  const redisClient = new Redis(redis.url, options);
+  opened.push({ close: async () => redisClient.disconnect() });
+  return redisClient;
+}
+
+let turnCounter = 0;
+async function newTurn(log: TurnLog, init: { conversationId?: string; principal?: string; createdAt?: string } = {}) {
+  turnCounter++;
+  return log.createTurn({
+    id: `turn_${turnCounter}_${Date.now().toString(36)}`,
+    conversationId: init.conversationId ?? 'conv_1',
+    messageId: `msg_${turnCounter}`,
+    principal: init.principal ?? 'alice',
+    content: 'hello',
+    createdAt: init.createdAt ?? new Date().toISOString(),
+  });
+}
+
+async function endOf(text: string) {
+  return { type: 'turn.end' as const, status: 'complete' as const, textLength: text.length, textSha256: await sha256Hex(text) };
+}
+
+const never = (): AbortSignal => new AbortController().signal;
+
+describe('redis turn log', () => {
+  it('numbers events 1..N, pages them, and closes the log at turn.end', async () => {
+    const { log } = openLog({ keyPrefix: newPrefix() });
+    const turn = await newTurn(log);
+    expect(turn.status).toBe('pending');
+    const start = await log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: turn.conversationId, createdAt: turn.createdAt });
+    expect(start).toEqual({ turnId: turn.id, seq: 1, type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    const texts = ['Hel', 'lo ', '', '世界 🌍', '"quoted"\n'];
+    for (const text of texts) await log.append(turn.id, { type: 'delta', text });
+    await log.append(turn.id, { type: 'action', callId: 'c1', name: 'propose_personas', status: 'completed', output: [{ name: 'Ada' }] });
+    const streaming = await log.getTurn(turn.id);
+    expect(streaming).toMatchObject({ status: 'streaming', lastSeq: 7 });
+    expect((streaming as { endedAt?: string }).endedAt).toBeUndefined();
+    const end = await log.append(turn.id, await endOf(texts.join('')));
+    expect(end.seq).toBe(8);
+
+    const all = await log.read(turn.id, 0, 100);
+    expect(all.hasMore).toBe(false);
+    expect(all.events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    for (const event of all.events) expect(turnEventSchema.safeParse(event).success).toBe(true);
+    expect(all.events.filter((event) => event.type === 'delta').map((event) => (event as { text: string }).text)).toEqual(texts);
+
+    expect(await log.read(turn.id, 2, 3)).toEqual({ events: all.events.slice(2, 5), hasMore: true });
+    expect(await log.read(turn.id, 5, 3)).toEqual({ events: all.events.slice(5, 8), hasMore: false });
+    expect(await log.read(turn.id, 8, 3)).toEqual({ events: [], hasMore: false });
+
+    const ended = await log.getTurn(turn.id);
+    expect(ended).toMatchObject({ status: 'complete', lastSeq: 8 });
+    expect((ended as { endedAt?: string }).endedAt).toEqual(expect.any(String));
+    await expect(log.append(turn.id, { type: 'delta', text: 'late' })).rejects.toThrow(/ended/);
+    await expect(log.append('no_such_turn', { type: 'delta', text: 'x' })).rejects.toThrow(/unknown/);
+    await expect(newTurn(log).then((t) => log.createTurn({ ...t, content: 'again' }))).rejects.toThrow(/exists/);
+  });
+
+  it('assigns gap-free, unique seqs when two instances append to one turn at once', async () => {
+    const keyPrefix = newPrefix();
+    const a = openLog({ keyPrefix }).log;
+    const b = openLog({ keyPrefix }).log;
+    const turn = await newTurn(a);
+    const appended = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).append(turn.id, { type: 'delta', text: String(i) })),
+    );
+    expect(appended.map((event) => event.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    const read = await b.read(turn.id, 0, 1000);
+    // What each append returned is exactly what readers get.
+    expect(read.events).toEqual([...appended].sort((x, y) => x.seq - y.seq));
+  });
+
+  it('wakes a follower on another instance when an event is appended, and settles on timeout and abort', async () => {
+    const keyPrefix = newPrefix();
+    const producer = openLog({ keyPrefix }).log;
+    const follower = openLog({ keyPrefix }).log;
+    const turn = await newTurn(producer);
+
+    // Already satisfied: resolves at once without blocking.
+    await producer.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    await follower.waitForEvents(turn.id, 0, { signal: never(), timeoutMs: 60_000 });
+
+    // Blocked follower, woken by an append on the other instance.
+    const woken = follower.waitForEvents(turn.id, 1, { signal: never(), timeoutMs: 60_000 });
+    await producer.append(turn.id, { type: 'delta', text: 'a' });
+    await woken;
+    expect((await follower.read(turn.id, 1, 10)).events.map((event) => event.seq)).toEqual([2]);
+
+    // Abort settles it, and the follower keeps working afterwards.
+    const controller = new AbortController();
+    const aborted = follower.waitForEvents(turn.id, 2, { signal: controller.signal, timeoutMs: 60_000 });
+    controller.abort();
+    await aborted;
+
+    // Timeout settles it with nothing new.
+    await follower.waitForEvents(turn.id, 2, { signal: never(), timeoutMs: 50 });
+    expect((await follower.getTurn(turn.id)) as { lastSeq: number }).toMatchObject({ lastSeq: 2, status: 'streaming' });
+
+    // Turn end wakes it too.
+    const atEnd = follower.waitForEvents(turn.id, 2, { signal: never(), timeoutMs: 60_000 });
+    await producer.append(turn.id, await endOf('a'));
+    await atEnd;
+    // An ended turn never blocks.
+    await follower.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 60_000 });
+  });
+
+  it('serves many followers of many turns on one blocking connection, each woken by its own turn', async () => {
+    const keyPrefix = newPrefix();
+    const producer = openLog({ keyPrefix }).log;
+    const follower = openLog({ keyPrefix }).log;
+    const turns = await Promise.all(Array.from({ length: 8 }, () => newTurn(producer)));
+    const woke: string[] = [];
+    // Followers join one after another, so most join while a blocking read is in flight.
+    const waits: Promise<void>[] = [];
+    for (const turn of turns) {
+      for (let k = 0; k < 3; k++) {
+        waits.push(follower.waitForEvents(turn.id, 0, { signal: never(), timeoutMs: 60_000 }).then(() => void woke.push(turn.id)));
+        await Promise.resolve();
+      }
+    }
+    // Only odd turns get an event: even ones must stay asleep.
+    const odd = turns.filter((_, i) => i % 2 === 1);
+    for (const turn of odd) await producer.append(turn.id, { type: 'delta', text: 'x' });
+    await Promise.all(waits.filter((_, i) => Math.floor(i / 3) % 2 === 1));
+    expect(new Set(woke)).toEqual(new Set(odd.map((turn) => turn.id)));
+    expect(woke).toHaveLength(odd.length * 3);
+    for (const turn of turns.filter((_, i) => i % 2 === 0)) await producer.append(turn.id, { type: 'delta', text: 'y' });
+    await Promise.all(waits);
+    expect(woke).toHaveLength(turns.length * 3);
+  });
+
+  it('ends a turn whose producer instance lost Redis as failed/producer_lost, exactly once, with the text hash', async () => {
+    const keyPrefix = newPrefix();
+    const producerClient = client();
+    const producer = openLog({ keyPrefix, client: producerClient, producerLeaseMs: 300 });
+    const b = openLog({ keyPrefix, producerLeaseMs: 300 });
+    const c = openLog({ keyPrefix, producerLeaseMs: 300 });
+    const turn = await newTurn(producer.log);
+    await producer.log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    await producer.log.append(turn.id, { type: 'delta', text: 'partial ' });
+    await producer.log.append(turn.id, { type: 'delta', text: 'answer' });
+
+    // A live producer keeps its turn across many lease periods.
+    await b.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 1000 });
+    expect(await b.log.getTurn(turn.id)).toMatchObject({ status: 'streaming', lastSeq: 3 });
+
+    // The instance "dies": its connection goes, its renewals fail.
+    producerClient.disconnect();
+    // Followers on two other instances notice the lapsed lease at the same time.
+    await Promise.all([
+      b.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 30_000 }),
+      c.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 30_000 }),
+      expect.poll(() => c.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed' }),
+    ]);
+    const { events } = await b.log.read(turn.id, 0, 100);
+    expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
+    const end = events[3] as TurnEvent & { type: 'turn.end' };
+    expect(end).toMatchObject({
+      type: 'turn.end',
+      status: 'failed',
+      error: { code: 'producer_lost' },
+      textLength: 'partial answer'.length,
+      textSha256: await sha256Hex('partial answer'),
+    });
+    expect(turnEventSchema.safeParse(end).success).toBe(true);
+    // The instance that ended it says so; exactly one did.
+    const reports = [...b.errors, ...c.errors].filter((error) => String(error).includes('producer_lost'));
+    expect(reports).toHaveLength(1);
+    expect(producer.errors.length).toBeGreaterThan(0);
+  });
+
+  it('ends a turn whose producer died before turn.start with turn.start then turn.end', async () => {
+    const keyPrefix = newPrefix();
+    const producerClient = client();
+    const producer = openLog({ keyPrefix, client: producerClient, producerLeaseMs: 200 });
+    const reader = openLog({ keyPrefix, producerLeaseMs: 200 });
+    const turn = await newTurn(producer.log);
+    producerClient.disconnect();
+    await expect.poll(() => reader.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed', lastSeq: 2 });
+    const { events } = await reader.log.read(turn.id, 0, 10);
+    expect(events.map((event) => event.type)).toEqual(['turn.start', 'turn.end']);
+    expect(events[0]).toMatchObject({ seq: 1, messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    expect(events[1]).toMatchObject({ seq: 2, status: 'failed', error: { code: 'producer_lost' }, textLength: 0 });
+    // The listing shows it ended too.
+    expect((await reader.log.listTurns('conv_1', 'alice', 10)).map((t) => [t.id, t.status])).toEqual([[turn.id, 'failed']]);
+  });
+
+  it('gives up its leases on close, so another instance ends those turns at its next look', async () => {
+    const keyPrefix = newPrefix();
+    const producer = createRedisTurnLog({ url: redis.url, keyPrefix, producerLeaseMs: 60_000, onError: () => undefined });
+    const reader = openLog({ keyPrefix, producerLeaseMs: 60_000 });
+    const turn = await newTurn(producer);
+    await producer.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'streaming' });
+    await producer.close();
+    // No waiting for a 60 s lease: the lease is gone now.
+    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'failed', lastSeq: 2 });
+    await expect(producer.getTurn(turn.id)).rejects.toThrow(/closed/);
+  });
+
+  it('expires a turn after retention: 410-style "expired" from the tombstone, then unknown', async () => {
+    const keyPrefix = newPrefix();
+    const { log } = openLog({ keyPrefix, retentionMs: 150 });
+    const turn = await newTurn(log, { conversationId: 'conv_exp' });
+    await log.completeIdempotency('alice', 'key-expiring-0000001', {
+      fingerprint: 'f',
+      state: 'done',
+      turnId: turn.id,
+      messageId: turn.messageId,
+      conversationId: 'conv_exp',
+      createdAt: turn.createdAt,
+    });
+    await log.append(turn.id, await endOf(''));
+    expect(await log.getTurn(turn.id)).toMatchObject({ status: 'complete' });
+    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toBe('expired');
+    expect(await log.read(turn.id, 0, 10)).toEqual({ events: [], hasMore: false });
+    expect(await log.listTurns('conv_exp', 'alice', 10)).toEqual([]);
+    expect(await log.getIdempotency('alice', 'key-expiring-0000001')).toBeUndefined();
+    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toBeUndefined();
+    // Nothing of the turn is left behind in Redis.
+    expect(await client().keys(`${keyPrefix}*`)).toEqual([]);
+  });
+
+  it('keeps exactly one idempotency record when two instances race for a key', async () => {
+    const keyPrefix = newPrefix();
+    const a = openLog({ keyPrefix }).log;
+    const b = openLog({ keyPrefix }).log;
+    const record = (fingerprint: string): IdempotencyRecord => ({ fingerprint, state: 'in_flight', createdAt: new Date().toISOString() });
+    for (let round = 0; round < 20; round++) {
+      const key = `race-key-${round}-000000000`;
+      const results = await Promise.all([a.putIdempotencyIfAbsent('alice', key, record('A')), b.putIdempotencyIfAbsent('alice', key, record('B'))]);
+      const winners = results.filter((result) => result === undefined);
+      expect(winners).toHaveLength(1);
+      const loser = results.find((result) => result !== undefined) as IdempotencyRecord;
+      expect(['A', 'B']).toContain(loser.fingerprint);
+      // The loser saw the winner's record, not its own.
+      expect(loser.fingerprint).toBe(results[0] === undefined ? 'A' : 'B');
+    }
+    // Scoped by principal; principals with ':' cannot collide with others.
+    expect(await a.putIdempotencyIfAbsent('bob', 'race-key-0-000000000', record('bob'))).toBeUndefined();
+    expect(await a.putIdempotencyIfAbsent('x:y', 'key-colon-000000001', record('1'))).toBeUndefined();
+    expect(await a.putIdempotencyIfAbsent('x', 'y:key-colon-000000001', record('2'))).toBeUndefined();
+    const done: IdempotencyRecord = { fingerprint: 'A', state: 'done', turnId: 't', messageId: 'm', conversationId: 'c', createdAt: 'now' };
+    await a.completeIdempotency('alice', 'race-key-0-000000000', done);
+    expect(await b.getIdempotency('alice', 'race-key-0-000000000')).toEqual(done);
+    await b.deleteIdempotency('alice', 'race-key-0-000000000');
+    expect(await a.getIdempotency('alice', 'race-key-0-000000000')).toBeUndefined();
+  });
+
+  it('lists a conversation newest first by arrival, per principal, across instances', async () => {
+    const keyPrefix = newPrefix();
+    const a = openLog({ keyPrefix }).log;
+    const b = openLog({ keyPrefix }).log;
+    // Same millisecond for all: arrival order must still hold.
+    const createdAt = '2026-01-01T00:00:00.000Z';
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await newTurn(i % 2 ? a : b, { conversationId: 'conv_l', createdAt })).id);
+    await newTurn(a, { conversationId: 'conv_l', principal: 'mallory', createdAt });
+    await newTurn(a, { conversationId: 'conv_other', createdAt });
+    expect((await b.listTurns('conv_l', 'alice', 50)).map((turn) => turn.id)).toEqual([...ids].reverse());
+    expect((await a.listTurns('conv_l', 'alice', 2)).map((turn) => turn.id)).toEqual([ids[4], ids[3]]);
+    expect(await a.listTurns('conv_never', 'alice', 50)).toEqual([]);
+    expect((await a.listTurns('conv_l', 'mallory', 50)).map((turn) => turn.principal)).toEqual(['mallory']);
+  });
+
+  it('carries a cancel request across instances and isolates key prefixes', async () => {
+    const keyPrefix = newPrefix();
+    const a = openLog({ keyPrefix }).log;
+    const b = openLog({ keyPrefix }).log;
+    const other = openLog({ keyPrefix: newPrefix() }).log;
+    const turn = await newTurn(a);
+    expect(await a.isCancelRequested(turn.id)).toBe(false);
+    await b.requestCancel(turn.id);
+    expect(await a.isCancelRequested(turn.id)).toBe(true);
+    expect(await other.getTurn(turn.id)).toBeUndefined();
+    expect(await other.isCancelRequested(turn.id)).toBe(false);
+  });
+
+  it('refuses bad options with invalid_argument', () => {
+    expect(() => createRedisTurnLog({})).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    const redisClient = client();
+    expect(() => createRedisTurnLog({ client: redisClient, url: redis.url })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => createRedisTurnLog({ url: redis.url, retentionMs: 0 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => createRedisTurnLog({ url: redis.url, producerLeaseMs: 1.5 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    const resp3 = new Redis(redis.url, { lazyConnect: true, replyMapping: 'resp3' });
+    expect(() => createRedisTurnLog({ client: resp3 as unknown as Redis })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+  });
+});
+
+describe('stream waiter (one blocking connection for every follower)', () => {
+  // A blocking read far longer than the test timeout: a follower that joins while it is
+  // in flight is only ever served if the control-stream wake works.
+  const BLOCK_FOREVER = 10 * 60 * 1000;
+
+  it('re-issues the blocking read for a key that joins while it is in flight', async () => {
+    // ioredis's own keyPrefix is applied to the keys and stripped from replies.
+    const redisClient = client({ keyPrefix: 'app:' });
+    const errors: unknown[] = [];
+    const waiter = createStreamWaiter({ client: redisClient, wakeKey: 'w:1', blockMs: BLOCK_FOREVER, onError: (e) => errors.push(e) });
+    opened.push(waiter);
+    const first = waiter.wait('s:1', 0, never(), BLOCK_FOREVER);
+    // Make sure the first read is blocked on the server before the second key joins.
+    const probe = client();
+    await expect.poll(async () => String(await probe.client('LIST')).includes('cmd=xread'), { interval: 10 }).toBe(true);
+    const second = waiter.wait('s:2', 0, never(), BLOCK_FOREVER);
+    await redisClient.xadd('s:2', '1-0', 'e', '{}');
+    expect(await second).toBe(true);
+    // A follower of an existing key asking from an earlier seq gets the entries already there.
+    await redisClient.xadd('s:1', '1-0', 'e', '{}');
+    await redisClient.xadd('s:1', '2-0', 'e', '{}');
+    expect(await first).toBe(true);
+    const late = waiter.wait('s:3', 0, never(), BLOCK_FOREVER);
+    const behind = waiter.wait('s:1', 1, never(), BLOCK_FOREVER);
+    expect(await behind).toBe(true);
+    await redisClient.xadd('s:3', '5-0', 'e', '{}');
+    expect(await late).toBe(true);
+    expect(await probe.exists('app:s:1')).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
+  it('settles false on abort, on timeout and on close, and never rejects', async () => {
+    const redisClient = client();
+    const waiter = createStreamWaiter({ client: redisClient, wakeKey: 'w:2', blockMs: BLOCK_FOREVER, onError: () => undefined });
+    const controller = new AbortController();
+    const aborted = waiter.wait('q:1', 0, controller.signal, BLOCK_FOREVER);
+    const timedOut = waiter.wait('q:2', 0, never(), 30);
+    const pending = waiter.wait('q:3', 0, never(), BLOCK_FOREVER);
+    controller.abort();
+    expect(await aborted).toBe(false);
+    expect(await timedOut).toBe(false);
+    await waiter.close();
+    expect(await pending).toBe(false);
+    expect(await waiter.wait('q:4', 0, never(), BLOCK_FOREVER)).toBe(false);
+  });
+});
