@@ -98,7 +98,8 @@ function matchRoute(path: string): Route | undefined {
   const parts = path.split('/');
   if (parts[0] !== '') return undefined;
   const [, collection, id, action] = parts;
-  if (id === undefined) return undefined;
+  // An empty segment names nothing: `/turns/` is no route, while `/turns/a.b` is a route with a bad id.
+  if (id === undefined || id === '' || action === '') return undefined;
   if (parts.length === 3 && collection === 'turns') return { kind: 'replay', turnId: id };
   if (parts.length !== 4) return undefined;
   if (collection === 'conversations' && action === 'messages') return { kind: 'submit', conversationId: id };
@@ -414,7 +415,8 @@ export function createLifelineHandler(options: LifelineHandlerOptions): Lifeline
       return await route(request);
     } catch (cause) {
       if (cause instanceof HttpError) return cause.toResponse();
-      report(cause, { phase: 'request' });
+      // A client that went away mid-request is not a server failure; nobody reads this answer.
+      if (!request.signal.aborted) report(cause, { phase: 'request' });
       return errorResponse(500, 'internal_error', 'The server failed to handle this request.');
     }
   };

@@ -152,16 +152,17 @@ export class TurnProducer {
         createdAt: turn.createdAt,
       });
       logged = 1;
-      const iterator = agent({
-        turnId: turn.id,
-        conversationId: turn.conversationId,
-        messageId: turn.messageId,
-        content,
-        principal: turn.principal,
-        signal,
-      })[Symbol.asyncIterator]();
       const aborted = abortPromise(signal);
+      let iterator: AsyncIterator<AgentEvent> | undefined;
       try {
+        iterator = agent({
+          turnId: turn.id,
+          conversationId: turn.conversationId,
+          messageId: turn.messageId,
+          content,
+          principal: turn.principal,
+          signal,
+        })[Symbol.asyncIterator]();
         for (;;) {
           // Race the agent against abort: an agent stuck in an await must not delay a cancel.
           const next = await Promise.race([iterator.next(), aborted]);
@@ -200,7 +201,11 @@ export class TurnProducer {
       } finally {
         if (signal.aborted) {
           // Whatever the agent is doing, it no longer feeds this turn.
-          iterator.return?.().catch(() => undefined);
+          try {
+            iterator?.return?.().catch(() => undefined);
+          } catch {
+            // an iterator whose return() throws synchronously: nothing more to stop
+          }
         }
       }
       if (signal.aborted) {

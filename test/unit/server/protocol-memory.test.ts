@@ -1,0 +1,7 @@
+import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { defineProtocolSuite } from './protocol-suite.js';
+
+defineProtocolSuite('memory turn log', async ({ now, retentionMs }) => {
+  const log = createMemoryTurnLog({ now, retentionMs });
+  return { log, cleanup: () => log.close() };
+});
