@@ -21,9 +21,11 @@ export interface RedisTurnLogOptions {
   /** Prepended to every key the log writes, so several apps can share one Redis. Default `'lifeline:'`. */
   keyPrefix?: string;
   /**
-   * How long a turn's log, and the idempotency key that created it, are kept after its
-   * last write (for an ended turn: after `turn.end`), ms. Default 24 h. For one more
-   * retention period a tombstone makes the turn answer `410 turn_expired` rather than `404`.
+   * How long an ended turn's log, and the idempotency key that created it, are kept
+   * after `turn.end`, ms. Default 24 h. For one more retention period a tombstone makes
+   * the turn answer `410 turn_expired` rather than `404`. A live turn never expires while
+   * its producer holds the lease; an orphaned one nobody looks at expires
+   * `retentionMs + producerLeaseMs` after its last renewal.
    */
   retentionMs?: number;
   /**
@@ -68,7 +70,7 @@ class Script {
 
 // Every script touches only the keys it is given, so ioredis's own keyPrefix applies to them.
 
-/** KEYS: turn, lease, tombstone, conversation index. ARGV: id, conversationId, messageId, principal, createdAt, createdAtMs, owner, leaseMs, retentionMs, tombstoneMs. */
+/** KEYS: turn, lease, tombstone, conversation index. ARGV: id, conversationId, messageId, principal, createdAt, createdAtMs, owner, leaseMs, turn ttl, tombstone ttl, index ttl. */
 const CREATE = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'conversationId', ARGV[2], 'messageId', ARGV[3], 'principal', ARGV[4],
@@ -82,12 +84,12 @@ local score = tonumber(ARGV[6])
 local newest = redis.call('ZREVRANGE', KEYS[4], 0, 0, 'WITHSCORES')
 if newest[2] and tonumber(newest[2]) >= score then score = tonumber(newest[2]) + 1 / 1024 end
 redis.call('ZADD', KEYS[4], string.format('%.17g', score), ARGV[1])
-redis.call('PEXPIRE', KEYS[4], ARGV[10])
+redis.call('PEXPIRE', KEYS[4], ARGV[11])
 return 1
 `);
 
 /**
- * KEYS: turn, events, lease, cancel, tombstone. ARGV: now, retentionMs, tombstoneMs,
+ * KEYS: turn, events, lease, cancel, tombstone. ARGV: now, key ttl, tombstone ttl,
  * expected lastSeq ('' = any), '1' when the lease must have lapsed, then per event:
  * its JSON body and its end status ('' unless turn.end).
  * Returns {seq[, principal, conversationId, idempotency key]} (the extra fields once the
@@ -123,7 +125,7 @@ end
 return {seq}
 `);
 
-/** KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, retentionMs, tombstoneMs. 1 = held, 0 = turn ended/gone. */
+/** KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, key ttl, tombstone ttl. 1 = held, 0 = turn ended/gone. */
 const RENEW = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return 0 end
 local holder = redis.call('GET', KEYS[3])
@@ -217,7 +219,13 @@ class RedisTurnLog implements TurnLog {
   readonly #ownsClient: boolean;
   readonly #prefix: string;
   readonly #retentionMs: number;
-  readonly #tombstoneMs: number;
+  /**
+   * TTL of a live turn's keys, refreshed by every append and lease renewal: longer than
+   * a renewal period, so a turn never expires while it is produced, however silent.
+   */
+  readonly #liveTtlMs: number;
+  /** TTL of the conversation index, refreshed at every write: outlives its turns' tombstones. */
+  readonly #indexTtlMs: number;
   readonly #leaseMs: number;
   readonly #now: () => number;
   readonly #report: ServerErrorReporter;
@@ -237,7 +245,8 @@ class RedisTurnLog implements TurnLog {
     this.#leaseMs = options.producerLeaseMs ?? DEFAULT_PRODUCER_LEASE_MS;
     checkPositive('retentionMs', this.#retentionMs);
     checkPositive('producerLeaseMs', this.#leaseMs);
-    this.#tombstoneMs = 2 * this.#retentionMs;
+    this.#liveTtlMs = this.#retentionMs + this.#leaseMs;
+    this.#indexTtlMs = 2 * this.#retentionMs + this.#leaseMs;
     this.#prefix = options.keyPrefix ?? 'lifeline:';
     this.#now = options.now ?? Date.now;
     this.#report =
@@ -316,10 +325,13 @@ class RedisTurnLog implements TurnLog {
     bodies: { body: string; endStatus: string }[],
     condition: { expectSeq?: number; leaseLapsed?: boolean } = {},
   ): Promise<number | 'unknown' | 'ended' | 'moved' | 'held'> {
+    const ends = bodies.some(({ endStatus }) => endStatus !== '');
+    // Retention counts from turn.end; until then the live TTL keeps the turn whatever its pace.
+    const ttl = ends ? this.#retentionMs : this.#liveTtlMs;
     const args: (string | number)[] = [
       this.#isoNow(),
-      this.#retentionMs,
-      this.#tombstoneMs,
+      ttl,
+      ttl + this.#retentionMs,
       condition.expectSeq === undefined ? '' : condition.expectSeq,
       condition.leaseLapsed ? '1' : '0',
     ];
@@ -333,7 +345,7 @@ class RedisTurnLog implements TurnLog {
     if (principal !== undefined && conversationId !== undefined) {
       this.#owned.delete(turnId);
       const client = await this.#redis();
-      const multi = client.multi().pexpire(this.#conversationKey(principal, conversationId), this.#tombstoneMs);
+      const multi = client.multi().pexpire(this.#conversationKey(principal, conversationId), this.#indexTtlMs);
       if (idempotencyKey) multi.pexpire(idempotencyKey, this.#retentionMs);
       await execAll(multi);
     }
@@ -402,14 +414,19 @@ class RedisTurnLog implements TurnLog {
       await Promise.all(
         [...this.#owned].map(async ([turnId, owned]) => {
           try {
-            const held = await this.#run(RENEW, this.#turnKeys(turnId), [this.#owner, this.#leaseMs, this.#retentionMs, this.#tombstoneMs]);
+            const held = await this.#run(RENEW, this.#turnKeys(turnId), [
+              this.#owner,
+              this.#leaseMs,
+              this.#liveTtlMs,
+              this.#liveTtlMs + this.#retentionMs,
+            ]);
             if (held !== 1) {
               this.#owned.delete(turnId);
               return;
             }
             const client = await this.#redis();
-            const multi = client.multi().pexpire(owned.conversationKey, this.#tombstoneMs);
-            if (owned.idempotencyKey !== undefined) multi.pexpire(owned.idempotencyKey, this.#retentionMs);
+            const multi = client.multi().pexpire(owned.conversationKey, this.#indexTtlMs);
+            if (owned.idempotencyKey !== undefined) multi.pexpire(owned.idempotencyKey, this.#liveTtlMs);
             await execAll(multi);
           } catch (error) {
             this.#report(error, { phase: 'store', turnId });
@@ -455,8 +472,9 @@ class RedisTurnLog implements TurnLog {
         Date.parse(init.createdAt),
         this.#owner,
         this.#leaseMs,
-        this.#retentionMs,
-        this.#tombstoneMs,
+        this.#liveTtlMs,
+        this.#liveTtlMs + this.#retentionMs,
+        this.#indexTtlMs,
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
@@ -573,7 +591,7 @@ class RedisTurnLog implements TurnLog {
   }
 
   async putIdempotencyIfAbsent(principal: string, key: string, record: IdempotencyRecord): Promise<IdempotencyRecord | undefined> {
-    const ttl = record.state === 'in_flight' ? IN_FLIGHT_TTL_MS : this.#retentionMs;
+    const ttl = record.state === 'in_flight' ? IN_FLIGHT_TTL_MS : this.#liveTtlMs;
     const found = await this.#run(PUT_IF_ABSENT, [this.#idempotencyKey(principal, key)], [JSON.stringify(record), ttl]);
     return typeof found === 'string' ? (JSON.parse(found) as IdempotencyRecord) : undefined;
   }
@@ -581,7 +599,8 @@ class RedisTurnLog implements TurnLog {
   async completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void> {
     const idempotencyKey = this.#idempotencyKey(principal, key);
     const turnKey = this.#turnKeys(record.turnId ?? '')[0];
-    await this.#run(COMPLETE, [idempotencyKey, turnKey], [JSON.stringify(record), this.#retentionMs, idempotencyKey]);
+    // The turn is live now; whoever ends it shortens the key's life to the retention period.
+    await this.#run(COMPLETE, [idempotencyKey, turnKey], [JSON.stringify(record), this.#liveTtlMs, idempotencyKey]);
     const owned = record.turnId === undefined ? undefined : this.#owned.get(record.turnId);
     if (owned) owned.idempotencyKey = idempotencyKey;
   }
@@ -593,7 +612,7 @@ class RedisTurnLog implements TurnLog {
 
   async requestCancel(turnId: string): Promise<void> {
     const client = await this.#redis();
-    await client.set(this.#turnKeys(turnId)[3], '1', 'PX', this.#retentionMs);
+    await client.set(this.#turnKeys(turnId)[3], '1', 'PX', this.#liveTtlMs);
   }
 
   async isCancelRequested(turnId: string): Promise<boolean> {
@@ -635,8 +654,9 @@ class RedisTurnLog implements TurnLog {
  * stream `turn:{id}:events` whose entry ids are `<seq>-0`, a producer lease
  * `turn:{id}:lease`, a cancel flag `turn:{id}:cancel` and a tombstone `turn:{id}:gone`;
  * per principal and conversation a sorted set `conv:<principal>:<conversationId>`; per
- * idempotency key a string `idem:<principal>:<key>`. Every key expires: a turn's keys
- * `retentionMs` after its last write, its tombstone one retention period later.
+ * idempotency key a string `idem:<principal>:<key>`. Every key expires: an ended turn's
+ * keys `retentionMs` after `turn.end`, its tombstone one retention period later; a live
+ * turn's keys are kept alive by every append and lease renewal.
  *
  * Needs Redis ≥ 5 (standalone or Sentinel; tested on 7.0) and the optional peer dependency `ioredis`.
  *

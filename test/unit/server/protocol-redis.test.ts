@@ -1,0 +1,95 @@
+/**
+ * The whole protocol suite (PROTOCOL.md sections 1–5 over real HTTP) against the Redis
+ * turn log on a real redis-server, plus section 6 (retention) on Redis's own clock:
+ * the suite's retention tests move a fake clock, which Redis TTLs do not follow.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { errorBodySchema, listAnswerSchema } from '../../../src/protocol/schemas.js';
+import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
+import type { TurnLog } from '../../../src/server/turn-log.js';
+import { controlledAgent } from '../../fixtures/agents.js';
+import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
+import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
+import { defineProtocolSuite } from './protocol-suite.js';
+
+let redis: RedisServer;
+let logs = 0;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+
+afterAll(async () => {
+  await redis?.stop();
+});
+
+/** Each log gets its own key prefix: tests share one Redis but never each other's keys. */
+function redisLog(options: { now?: () => number; retentionMs?: number } = {}): TurnLog {
+  logs++;
+  return createRedisTurnLog({ url: redis.url, keyPrefix: `protocol${logs}:`, ...options });
+}
+
+defineProtocolSuite(
+  'redis turn log',
+  async ({ now }) => {
+    const log = redisLog({ now });
+    return { log, cleanup: () => log.close() };
+  },
+  { retention: false },
+);
+
+describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function serverWith(retentionMs: number, agent = controlledAgent()): Promise<{ server: TestServer; agent: ReturnType<typeof controlledAgent> }> {
+    const log = redisLog({ retentionMs });
+    cleanups.push(() => log.close());
+    const server = await startTestServer({ store: log, agent: agent.agent });
+    cleanups.push(() => server.close());
+    return { server, agent };
+  }
+
+  async function expectCode(response: Response, status: number, code: string): Promise<void> {
+    expect(response.status).toBe(status);
+    expect(errorBodySchema.parse(await response.json()).error.code).toBe(code);
+  }
+
+  it('keeps an ended turn and its key for the retention period, then answers 410 turn_expired everywhere', async () => {
+    const { server, agent } = await serverWith(400);
+    const key = newKey();
+    const answer = await submitMessage(server.baseUrl, 'conv-r', 'keep me', key);
+    await (await agent.nextTurn()).end();
+    await waitForTurnEnd(server.log, answer.turnId);
+    // Within retention: replay works and the key replays the same turn.
+    expect((await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status).toBe(200);
+    expect((await submitMessage(server.baseUrl, 'conv-r', 'keep me', key)).turnId).toBe(answer.turnId);
+    await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(410);
+    await expectCode(await fetch(`${server.baseUrl}/turns/${answer.turnId}`), 410, 'turn_expired');
+    await expectCode(await fetch(`${server.baseUrl}/turns/${answer.turnId}/events`), 410, 'turn_expired');
+    await expectCode(await fetch(`${server.baseUrl}/turns/${answer.turnId}/events`, { headers: { 'last-event-id': '1' } }), 410, 'turn_expired');
+    await expectCode(await fetch(`${server.baseUrl}/turns/${answer.turnId}/cancel`, { method: 'POST' }), 410, 'turn_expired');
+    expect(listAnswerSchema.parse(await (await fetch(`${server.baseUrl}/conversations/conv-r/turns`)).json()).turns).toEqual([]);
+    // The key went with the turn: the same submission now makes a new turn.
+    const again = await submitMessage(server.baseUrl, 'conv-r', 'keep me', key);
+    expect(again.turnId).not.toBe(answer.turnId);
+    // After the tombstone, the id is simply unknown.
+    await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(404);
+  });
+
+  it('never expires a live turn, however long it stays silent', async () => {
+    const { server, agent } = await serverWith(300);
+    const answer = await submitMessage(server.baseUrl, 'conv-l', 'slow');
+    const control = await agent.nextTurn();
+    await control.delta('slow');
+    // Several retention periods of silence, waited on the log itself.
+    await server.log.waitForEvents(answer.turnId, 2, { signal: new AbortController().signal, timeoutMs: 1200 });
+    expect((await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status).toBe(200);
+    await control.end();
+    await waitForTurnEnd(server.log, answer.turnId);
+    expect((await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status).toBe(200);
+    await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(410);
+  });
+});
