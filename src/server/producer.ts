@@ -39,6 +39,13 @@ class TurnFailure extends Error {
   }
 }
 
+/** The turn log failed while the agent was being read: not the agent's fault. */
+class StoreFailure extends Error {
+  constructor(cause: unknown) {
+    super('The turn log failed.', { cause });
+  }
+}
+
 function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
   return new Promise((resolve) => {
     if (signal.aborted) resolve(ABORTED);
@@ -179,7 +186,11 @@ export class TurnProducer {
             throw new TurnFailure('turn_too_large', `The turn exceeds the limit of ${limits.maxEventsPerTurn} events.`);
           }
           if (signal.aborted) break;
-          await log.append(turn.id, event);
+          try {
+            await log.append(turn.id, event);
+          } catch (cause) {
+            throw new StoreFailure(cause);
+          }
           logged++;
           if (event.type === 'delta') {
             parts.push(event.text);
@@ -187,6 +198,11 @@ export class TurnProducer {
           }
         }
       } catch (cause) {
+        if (cause instanceof StoreFailure) {
+          // Stop the agent too: nothing it yields could be logged.
+          controller.abort('store');
+          throw cause;
+        }
         if (!signal.aborted) {
           status = 'failed';
           if (cause instanceof TurnFailure) {
@@ -226,8 +242,9 @@ export class TurnProducer {
         textSha256,
       });
     } catch (cause) {
-      // The log itself failed: report it; the turn's log cannot be ended from here.
-      report(cause, { phase: 'store', turnId: turn.id });
+      // The log itself failed: report it, then try once to end the turn so followers stop waiting.
+      report(cause instanceof StoreFailure ? cause.cause : cause, { phase: 'store', turnId: turn.id });
+      controller.abort('store');
       await this.#endAfterStoreFailure(turn.id);
     } finally {
       clearInterval(poll);
