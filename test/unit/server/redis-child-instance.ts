@@ -1,0 +1,30 @@
+/**
+ * A reference server instance in its own process, for redis-multi-instance.test.ts to
+ * kill with SIGKILL mid-turn. Env: REDIS_URL, KEY_PREFIX, PRODUCER_LEASE_MS. Prints
+ * `{"port":N}` on stdout once it listens. Its agent streams `tick N ` deltas until the
+ * process dies, so the kill always lands mid-turn.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { createLifelineHandler } from '../../../src/server/handler.js';
+import { serve } from '../../../src/server/node.js';
+import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
+
+const env = process.env;
+const store = createRedisTurnLog({
+  url: env['REDIS_URL'] ?? '',
+  keyPrefix: env['KEY_PREFIX'] ?? 'lifeline:',
+  producerLeaseMs: Number(env['PRODUCER_LEASE_MS'] ?? 15_000),
+});
+const handler = createLifelineHandler({
+  store,
+  basePath: '/api',
+  agent: async function* ({ signal }) {
+    for (let tick = 0; !signal.aborted; tick++) {
+      yield { type: 'delta', text: `tick ${tick} ` };
+      // Paced so the log grows steadily while the parent watches; never a test synchronisation.
+      await delay(5);
+    }
+  },
+});
+const served = await serve(handler);
+process.stdout.write(`${JSON.stringify({ port: served.port })}\n`);
