@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createLifelineHandler, createMemoryTurnLog, toNodeListener, type TurnLog } from 'lifeline/server';
+import { createRedisTurnLog } from 'lifeline/server/redis';
 import { createFakeAgent, tokensPerSecondFromEnv } from './agent.js';
 import { createFaultLab, type FaultLab } from './fault-lab.js';
 
@@ -55,7 +56,7 @@ export interface ExampleServer {
  */
 async function openTurnLog(redisUrl: string | undefined): Promise<{ log: TurnLog; kind: string }> {
   if (!redisUrl) return { log: createMemoryTurnLog(), kind: 'memory' };
-  throw new Error(`REDIS_URL is set (${redisUrl}) but the Redis turn log is not wired into the example yet.`);
+  return { log: createRedisTurnLog({ url: redisUrl }), kind: 'redis' };
 }
 
 const TYPES: Record<string, string> = {
