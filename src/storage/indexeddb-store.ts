@@ -6,11 +6,11 @@ import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError } from '../errors.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import {
+  checkChunk,
   checkRecord,
   chunkProblem,
   corruptRecord,
   ENDED_STATUSES,
-  eventChunkSchema,
   leaseRecordSchema,
   outboxRecordSchema,
   turnRecordSchema,
@@ -191,7 +191,7 @@ function joinChunks(record: TurnRecord, chunks: unknown[], keys: IDBValidKey[]):
   const skipped: StorageError[] = [];
   let last = 0;
   for (let i = 0; i < chunks.length; i++) {
-    const checked = checkRecord(eventChunkSchema, chunks[i], 'chunks', keys[i]);
+    const checked = checkChunk(chunks[i], keys[i]);
     if (!checked.ok) {
       skipped.push(checked.error);
       break;
