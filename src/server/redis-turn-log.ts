@@ -125,9 +125,13 @@ end
 return {seq}
 `);
 
-/** KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, key ttl, tombstone ttl. 1 = held, 0 = turn ended/gone. */
+/**
+ * KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, key ttl, tombstone
+ * ttl, '1' once the turn should have started. 1 = held, 0 = turn ended/gone, -1 = never started.
+ */
 const RENEW = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return 0 end
+if ARGV[5] == '1' and redis.call('HGET', KEYS[1], 'lastSeq') == '0' then return -1 end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[1] then return 0 end
 -- A lapsed lease of a turn nobody ended yet is simply taken back: the producer is alive.
@@ -165,6 +169,8 @@ type TurnHash = Record<string, string>;
 
 /** What this instance knows about a turn it produces, to keep its keys alive. */
 interface OwnedTurn {
+  /** `Date.now()` when this instance created it. */
+  claimedAt: number;
   conversationKey: string;
   idempotencyKey?: string;
 }
@@ -419,7 +425,16 @@ class RedisTurnLog implements TurnLog {
               this.#leaseMs,
               this.#liveTtlMs,
               this.#liveTtlMs + this.#retentionMs,
+              // A producer logs turn.start first thing; a turn without one after a whole
+              // lease was created but never started here (its request failed half-way).
+              Date.now() - owned.claimedAt > this.#leaseMs ? '1' : '0',
             ]);
+            if (held === -1) {
+              this.#report(new Error(`Turn ${turnId} was created but never started; its lease is left to lapse (it will end producer_lost).`), {
+                phase: 'store',
+                turnId,
+              });
+            }
             if (held !== 1) {
               this.#owned.delete(turnId);
               return;
@@ -478,7 +493,7 @@ class RedisTurnLog implements TurnLog {
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
-    this.#owned.set(init.id, { conversationKey });
+    this.#owned.set(init.id, { claimedAt: Date.now(), conversationKey });
     this.#startRenewing();
     return {
       id: init.id,

@@ -235,6 +235,50 @@ describe('redis turn log', () => {
     expect((await reader.log.listTurns('conv_1', 'alice', 10)).map((t) => [t.id, t.status])).toEqual([[turn.id, 'failed']]);
   });
 
+  it('stops renewing a turn that was created but never started, so it ends producer_lost', async () => {
+    const keyPrefix = newPrefix();
+    const creator = openLog({ keyPrefix, producerLeaseMs: 150 });
+    const reader = openLog({ keyPrefix, producerLeaseMs: 150 });
+    const turn = await newTurn(creator.log);
+    // The creating instance stays alive and connected; it just never logs turn.start.
+    await expect.poll(() => reader.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed', lastSeq: 2 });
+    expect(creator.errors.map(String)).toEqual([expect.stringContaining('never started')]);
+    // A started turn of the same instance is renewed as usual.
+    const started = await newTurn(creator.log);
+    await creator.log.append(started.id, { type: 'turn.start', messageId: started.messageId, conversationId: 'conv_1', createdAt: started.createdAt });
+    await reader.log.waitForEvents(started.id, 1, { signal: never(), timeoutMs: 600 });
+    expect(await reader.log.getTurn(started.id)).toMatchObject({ status: 'streaming' });
+  });
+
+  it('works through a client with its own ioredis keyPrefix', async () => {
+    const keyPrefix = newPrefix();
+    const prefixed = client({ keyPrefix: 'app:' });
+    const a = openLog({ keyPrefix, client: prefixed }).log;
+    const b = openLog({ keyPrefix, client: client({ keyPrefix: 'app:' }) }).log;
+    const turn = await newTurn(a);
+    const woken = b.waitForEvents(turn.id, 0, { signal: never(), timeoutMs: 60_000 });
+    await a.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    await woken;
+    await a.completeIdempotency('alice', 'prefixed-key-00000001', {
+      fingerprint: 'f',
+      state: 'done',
+      turnId: turn.id,
+      messageId: turn.messageId,
+      conversationId: 'conv_1',
+      createdAt: turn.createdAt,
+    });
+    await a.append(turn.id, await endOf(''));
+    expect(await b.getTurn(turn.id)).toMatchObject({ status: 'complete', lastSeq: 2 });
+    expect((await b.listTurns('conv_1', 'alice', 10)).map((t) => t.id)).toEqual([turn.id]);
+    const keys = await client().keys(`*${turn.id}*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key.startsWith(`app:${keyPrefix}`)).toBe(true);
+    // The ended turn's idempotency key got the retention TTL through the same prefix.
+    const ttl = await client().pttl(`app:${keyPrefix}idem:alice:prefixed-key-00000001`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(24 * 60 * 60 * 1000);
+  });
+
   it('gives up its leases on close, so another instance ends those turns at its next look', async () => {
     const keyPrefix = newPrefix();
     const producer = createRedisTurnLog({ url: redis.url, keyPrefix, producerLeaseMs: 60_000, onError: () => undefined });
