@@ -16,3 +16,39 @@ export { createIndexedDbStore, isIndexedDbAvailable } from './storage/indexeddb-
 export type { IndexedDbStore, IndexedDbStoreOptions, ChunkWrite } from './storage/indexeddb-store.js';
 export { createOutbox } from './outbox/index.js';
 export type { OutboxController, OutboxDeps, OutboxStorage, OutboxChannel, OutboxLocks, NetworkMonitor, Enqueued } from './outbox/index.js';
+export { createLifeline } from './client.js';
+export { createMemoryStore } from './storage/memory-store.js';
+export type { MemoryStore } from './storage/memory-store.js';
+export type {
+  LifelineClient,
+  LifelineOptions,
+  Turn,
+  TurnSnapshot,
+  TurnStatus,
+  EndedTurnStatus,
+  ActionState,
+  ConnectionInfo,
+  ConnectionState,
+  RecoveryInfo,
+  RecoveryPath,
+  StallInfo,
+  RetryOptions,
+  StallOptions,
+  LimitOptions,
+  HeadersInput,
+  StorageStatus,
+  Diagnostic,
+  DiagnosticType,
+  Subscribable,
+  ExternalStore,
+  Conversation,
+  ConversationItem,
+  ConversationSnapshot,
+  Submission,
+  Outbox,
+  OutboxEntry,
+  OutboxOptions,
+  OutboxRecord,
+  OutboxState,
+} from './types.js';
+export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult } from './storage/store.js';

@@ -3,7 +3,7 @@
  * `transport/`, `storage/` and `outbox/`; this file is the contract between them.
  */
 import type { LifelineError } from './errors.js';
-import type { MessageContent, TurnEvent } from './protocol/schemas.js';
+import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, OutboxRecord, Store, TurnStatus } from './storage/store.js';
 
 export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './storage/store.js';
@@ -54,10 +54,22 @@ export interface TurnSnapshot {
   /** Actions by first appearance, each at its latest state. */
   actions: readonly ActionState[];
   lastSeq: number;
+  /** Why the client gave up on the turn (transport, protocol or integrity failure). */
   error?: LifelineError;
+  /** The `error` the server logged with `turn.end` (status `failed`), as sent. */
+  endError?: JsonValue;
   connection: ConnectionInfo;
   /** The last recovery, if the turn needed one. */
   recovered?: RecoveryInfo;
+  /** The last stall the watchdogs detected, if any (kept after recovery, like `recovered`). */
+  stall?: StallInfo;
+}
+
+/** A stall the watchdogs detected. */
+export interface StallInfo {
+  /** Epoch ms. */
+  at: number;
+  watchdog: 'first-event' | 'idle';
 }
 
 /** A followed turn. */

@@ -42,8 +42,12 @@ export interface RetryHint {
   afterHealthy?: boolean;
   /** The server's `Retry-After`, ms. Honoured up to `maxRetryAfterMs`. */
   retryAfterMs?: number;
-  /** A floor the server asked for (SSE `retry:`), already clamped by the caller. */
-  minDelayMs?: number;
+  /**
+   * The reconnection time the server asked for (SSE `retry:`): used as the first
+   * exponential step instead of `initialDelayMs`, clamped to [initialDelayMs, maxDelayMs]
+   * so a hostile value can neither cause a hot loop nor stall the client.
+   */
+  baseDelayMs?: number;
 }
 
 /** One retry loop's state. */
@@ -71,13 +75,17 @@ export interface BackoffClock {
  * The delay of exponential step `step` (1-based) with full jitter:
  * uniform in [0, min(maxDelayMs, initialDelayMs · factor^(step-1))).
  */
-export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number): number {
-  return Math.floor(random() * exponentialCap(policy, step));
+export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number, baseDelayMs?: number): number {
+  return Math.floor(random() * exponentialCap(policy, step, baseDelayMs));
 }
 
-/** Upper bound of step `step`'s delay. */
-export function exponentialCap(policy: RetryPolicy, step: number): number {
-  return Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** Math.max(0, step - 1));
+/** Upper bound of step `step`'s delay; `baseDelayMs` replaces `initialDelayMs` within the policy's bounds. */
+export function exponentialCap(policy: RetryPolicy, step: number, baseDelayMs?: number): number {
+  const base =
+    baseDelayMs === undefined || !Number.isFinite(baseDelayMs)
+      ? policy.initialDelayMs
+      : Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, baseDelayMs));
+  return Math.min(policy.maxDelayMs, base * policy.factor ** Math.max(0, step - 1));
 }
 
 /** Creates a retry loop following `policy`. */
@@ -103,8 +111,7 @@ export function createBackoff(policy: RetryPolicy, clock: BackoffClock = {}): Ba
         delay = Math.floor(random() * policy.firstRetryJitterMs);
       } else {
         step += 1;
-        delay = jitteredDelay(policy, step, random);
-        if (hint.minDelayMs !== undefined) delay = Math.max(delay, Math.min(hint.minDelayMs, policy.maxDelayMs));
+        delay = jitteredDelay(policy, step, random, hint.baseDelayMs);
       }
       if (hint.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(hint.retryAfterMs, policy.maxRetryAfterMs));
       if (now() + delay - startedAt > policy.maxElapsedMs) return undefined;

@@ -107,6 +107,16 @@ export function applyEvent(state: TurnState, event: TurnEvent, limits: ReducerLi
   }
 }
 
+/**
+ * Consumes `seq` without changing anything else: an event of a type this client does not
+ * know (forward compatibility) still takes its place in the log. Same state when `seq` is
+ * not next.
+ */
+export function skipEvent(state: TurnState, seq: number): TurnState {
+  if (state.phase === 'ended' || seq !== state.lastSeq + 1) return state;
+  return { ...state, lastSeq: seq };
+}
+
 /** Appends to the shared parts when this state owns their tail; copies on a fork. */
 function appendPart(state: TurnState, text: string): readonly string[] {
   const shared = state.parts as string[];
@@ -167,4 +177,28 @@ export function reduceEvents(turnId: string, events: Iterable<TurnEvent>, limits
   let state = initialTurnState(turnId);
   for (const event of events) state = applyEvent(state, event, limits);
   return state;
+}
+
+/** What a folded (ended) turn keeps in storage. */
+export interface FoldedTurnState {
+  lastSeq: number;
+  text: string;
+  actions: readonly ActionState[];
+  conversationId?: string;
+  messageId?: string;
+}
+
+/** The state of an ended turn restored from its folded record (its events are gone). */
+export function foldedTurnState(turnId: string, folded: FoldedTurnState): TurnState {
+  return {
+    turnId,
+    lastSeq: folded.lastSeq,
+    phase: 'ended',
+    textLength: folded.text.length,
+    actions: folded.actions,
+    parts: folded.text === '' ? [] : [folded.text],
+    partCount: folded.text === '' ? 0 : 1,
+    ...(folded.conversationId === undefined ? {} : { conversationId: folded.conversationId }),
+    ...(folded.messageId === undefined ? {} : { messageId: folded.messageId }),
+  };
 }

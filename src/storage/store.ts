@@ -117,6 +117,13 @@ export interface Store {
   putTurn(record: TurnRecord): Promise<void>;
   /** One transaction: adds the chunk and writes the turn row (lastSeq, status). */
   appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void>;
+  /**
+   * Optional batch form of {@link appendChunk}: ONE transaction for the chunks (and rows)
+   * of several turns, so a flush of the client's persistence layer costs one transaction
+   * however many turns are streaming. The persistence layer calls it whenever a store has
+   * it (else one `appendChunk` per turn); items of one turn come in seq order.
+   */
+  appendChunks?(items: readonly { record: TurnRecord; chunk: EventChunk }[]): Promise<void>;
   /** One transaction: deletes the turn's chunks and writes the folded row (text, actions set). */
   foldTurn(record: TurnRecord): Promise<void>;
   /** Deletes the turn row and its chunks. */

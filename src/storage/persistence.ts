@@ -1,0 +1,357 @@
+/**
+ * The client's write path to its {@link Store}. Applied events are buffered per turn and
+ * written as one chunk per turn per flush, every flush in one call (one IndexedDB
+ * transaction when the store has `appendChunks`): per-event transactions would cost
+ * more than everything else the client does per event.
+ *
+ * Storage failing never costs the session: on the first error the layer switches to a
+ * memory store for the rest of the session, reports `degraded` once, and goes on. No
+ * write ever rejects into the client.
+ */
+import { createEmitter } from '../core/subscribable.js';
+import { StorageError, isStorageError, type LifelineError } from '../errors.js';
+import type { TurnEvent } from '../protocol/schemas.js';
+import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
+import { createMemoryStore } from './memory-store.js';
+import type { ActionState, EventChunk, LoadedTurn, OutboxRecord, Store, TurnRecord, TurnStatus } from './store.js';
+
+/** What the persistence layer asks a followed turn when it writes its row. */
+export interface TurnMeta {
+  conversationId: string;
+  messageId?: string;
+  operationId?: string;
+  status: TurnStatus;
+  createdAt: number;
+}
+
+/** The final row of an ended turn. */
+export interface FoldedTurn {
+  status: TurnStatus;
+  text: string;
+  actions: readonly ActionState[];
+  lastSeq: number;
+  error?: LifelineError;
+}
+
+export interface PersistenceOptions {
+  store: Store;
+  /** The app chose memory: status `memory` rather than `ok`. */
+  memoryByChoice: boolean;
+  /** Flush after this many ms. Default 16. */
+  flushMs: number;
+  /** …or once this many events are buffered. Default 256. */
+  flushEvents: number;
+  /** Ended turns older than this are swept. Default 7 days. */
+  retentionMs: number;
+  now: () => number;
+  emit: (diagnostic: Diagnostic) => void;
+}
+
+/** The outbox's share of storage, routed to the current (possibly degraded) store. */
+export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
+
+export interface Persistence {
+  readonly status: ExternalStore<StorageStatus>;
+  /** The store in use now (a memory store once degraded). */
+  readonly store: Store;
+  /** Opens the store; on failure continues in memory. Never rejects. */
+  open(): Promise<void>;
+  /** Every unfinished turn with its events; corrupt records are reported and skipped. */
+  loadUnfinished(): Promise<LoadedTurn[]>;
+  loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
+  /**
+   * Registers how to describe a turn's row; needed before {@link append}/{@link saveTurn}.
+   * `meta` answers `undefined` while the row cannot be written yet (conversation unknown).
+   */
+  track(turnId: string, meta: () => TurnMeta | undefined): void;
+  /** Writes the turn's row now (in order with its chunks), e.g. at acceptance. */
+  saveTurn(turnId: string): void;
+  /** Hot path: buffers one applied event. */
+  append(turnId: string, event: TurnEvent): void;
+  /** Flushes, then folds the turn's chunks into its final row. Resolves once written (or given up). */
+  end(turnId: string, folded: FoldedTurn): Promise<void>;
+  /** Drops the turn's stored events and buffer (before a rebuild from seq 0). */
+  discard(turnId: string): void;
+  /** Writes everything buffered; resolves once written. */
+  flush(): Promise<void>;
+  /** Deletes ended turns older than the retention. */
+  sweep(): Promise<void>;
+  /** Deletes everything of the namespace, in the degraded store and the original. */
+  clear(): Promise<void>;
+  readonly outbox: OutboxStorage;
+  /** Records the answer of `navigator.storage.persist()` in the status. */
+  setPersisted(persisted: boolean): void;
+  /** Flushes what is buffered, then closes the store. */
+  dispose(): Promise<void>;
+}
+
+type Operation<T> = (store: Store) => Promise<T>;
+
+/** Creates the persistence layer over `options.store`. */
+export function createPersistence(options: PersistenceOptions): Persistence {
+  return new PersistenceImpl(options);
+}
+
+class PersistenceImpl implements Persistence {
+  readonly #options: PersistenceOptions;
+  readonly #primary: Store;
+  #store: Store;
+  #status: StorageStatus;
+  readonly #statusListeners = createEmitter<void>();
+  readonly status: ExternalStore<StorageStatus>;
+  readonly outbox: OutboxStorage;
+
+  readonly #meta = new Map<string, () => TurnMeta | undefined>();
+  /** Last seq written per turn, so a row written on its own never moves its lastSeq back. */
+  readonly #written = new Map<string, number>();
+  /** Buffered events per turn, in arrival (= seq) order. */
+  #buffers = new Map<string, TurnEvent[]>();
+  #buffered = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Every write runs after the previous one, so rows and chunks land in order. */
+  #chain: Promise<unknown> = Promise.resolve();
+  #disposed = false;
+
+  constructor(options: PersistenceOptions) {
+    this.#options = options;
+    this.#primary = options.store;
+    this.#store = options.store;
+    this.#status = { state: 'opening', kind: options.store.kind };
+    this.status = {
+      getSnapshot: () => this.#status,
+      subscribe: (listener) => this.#statusListeners.subscribe(listener),
+    };
+    this.outbox = {
+      loadOutbox: () => this.#guard((store) => store.loadOutbox()),
+      putOutbox: (record: OutboxRecord) => this.#guard((store) => store.putOutbox(record)),
+      deleteOutbox: (operationId: string) => this.#guard((store) => store.deleteOutbox(operationId)),
+      tryLease: (name: string, owner: string, ttlMs: number, now: number) => this.#guard((store) => store.tryLease(name, owner, ttlMs, now)),
+      releaseLease: (name: string, owner: string) => this.#guard((store) => store.releaseLease(name, owner)),
+    };
+  }
+
+  get store(): Store {
+    return this.#store;
+  }
+
+  async open(): Promise<void> {
+    this.#store.onTrouble = (error) => this.#options.emit({ type: 'storage-error', at: this.#options.now(), error });
+    try {
+      await this.#store.open();
+      if (this.#status.state === 'opening') this.#setStatus({ state: this.#options.memoryByChoice ? 'memory' : 'ok', kind: this.#store.kind });
+    } catch (error) {
+      this.#degrade(error);
+    }
+  }
+
+  loadUnfinished(): Promise<LoadedTurn[]> {
+    return this.#serial(async (store) => {
+      const { items, skipped } = await store.loadTurns({ unfinished: true });
+      this.#reportSkipped(skipped);
+      const loaded: LoadedTurn[] = [];
+      for (const record of items) {
+        const turn = await store.loadTurn(record.id);
+        if (turn === undefined) continue;
+        this.#reportSkipped(turn.skipped ?? []);
+        loaded.push(turn);
+      }
+      return loaded;
+    }, []);
+  }
+
+  loadTurn(turnId: string): Promise<LoadedTurn | undefined> {
+    return this.#serial(async (store) => {
+      const turn = await store.loadTurn(turnId);
+      this.#reportSkipped(turn?.skipped ?? []);
+      return turn;
+    }, undefined);
+  }
+
+  track(turnId: string, meta: () => TurnMeta | undefined): void {
+    this.#meta.set(turnId, meta);
+  }
+
+  saveTurn(turnId: string): void {
+    void this.#serial(async (store) => {
+      await this.#writeBuffered(store);
+      const record = this.#record(turnId, this.#written.get(turnId) ?? 0);
+      if (record !== undefined) await store.putTurn(record);
+    }, undefined);
+  }
+
+  append(turnId: string, event: TurnEvent): void {
+    if (this.#disposed) return;
+    let buffer = this.#buffers.get(turnId);
+    if (buffer === undefined) {
+      buffer = [];
+      this.#buffers.set(turnId, buffer);
+    }
+    buffer.push(event);
+    this.#buffered += 1;
+    if (this.#buffered >= this.#options.flushEvents) void this.flush();
+    else this.#timer ??= setTimeout(() => void this.flush(), this.#options.flushMs);
+  }
+
+  flush(): Promise<void> {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#buffered === 0) return this.#chain.then(() => undefined);
+    return this.#serial((store) => this.#writeBuffered(store), undefined);
+  }
+
+  end(turnId: string, folded: FoldedTurn): Promise<void> {
+    void this.flush();
+    return this.#serial(async (store) => {
+      const base = this.#record(turnId, folded.lastSeq);
+      if (base === undefined) return;
+      const now = this.#options.now();
+      const record: TurnRecord = {
+        ...base,
+        status: folded.status,
+        lastSeq: folded.lastSeq,
+        text: folded.text,
+        actions: [...folded.actions],
+        endedAt: now,
+        updatedAt: now,
+        ...(folded.error === undefined ? {} : { error: folded.error.toJSON() }),
+      };
+      await store.foldTurn(record);
+    }, undefined);
+  }
+
+  discard(turnId: string): void {
+    const dropped = this.#buffers.get(turnId);
+    if (dropped !== undefined) {
+      this.#buffered -= dropped.length;
+      this.#buffers.delete(turnId);
+    }
+    this.#written.delete(turnId);
+    void this.#serial((store) => store.deleteTurn(turnId), undefined);
+  }
+
+  sweep(): Promise<void> {
+    return this.#serial(async (store) => {
+      await store.sweepEnded(this.#options.now() - this.#options.retentionMs);
+    }, undefined);
+  }
+
+  clear(): Promise<void> {
+    this.#buffers = new Map();
+    this.#buffered = 0;
+    return this.#serial(async (store) => {
+      await store.clear();
+      // Logout must wipe what the original store still holds even after degrading.
+      if (store !== this.#primary) {
+        await this.#primary.clear().catch((error: unknown) =>
+          this.#options.emit({ type: 'storage-error', at: this.#options.now(), error: asStorageError(error, 'Clearing the original store failed.') }),
+        );
+      }
+    }, undefined);
+  }
+
+  async dispose(): Promise<void> {
+    await this.flush();
+    this.#disposed = true;
+    this.#store.close();
+  }
+
+  /** Writes every buffered event: contiguous runs become chunks, all in one call. */
+  async #writeBuffered(store: Store): Promise<void> {
+    if (this.#buffered === 0) return;
+    const buffers = this.#buffers;
+    this.#buffers = new Map();
+    this.#buffered = 0;
+    const items: { record: TurnRecord; chunk: EventChunk }[] = [];
+    for (const [turnId, events] of buffers) {
+      // A skipped seq (an unknown event type) splits the run: chunks must be contiguous.
+      let start = 0;
+      for (let i = 1; i <= events.length; i++) {
+        if (i < events.length && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
+        const run = events.slice(start, i);
+        const lastSeq = (run[run.length - 1] as TurnEvent).seq;
+        const record = this.#record(turnId, lastSeq);
+        if (record !== undefined) items.push({ record, chunk: { turnId, firstSeq: (run[0] as TurnEvent).seq, lastSeq, events: run } });
+        start = i;
+      }
+      this.#written.set(turnId, (events[events.length - 1] as TurnEvent).seq);
+    }
+    if (items.length === 0) return;
+    if (store.appendChunks !== undefined) {
+      await store.appendChunks(items);
+      return;
+    }
+    for (const { record, chunk } of items) await store.appendChunk(record, chunk);
+  }
+
+  #record(turnId: string, lastSeq: number): TurnRecord | undefined {
+    const meta = this.#meta.get(turnId)?.();
+    if (meta === undefined) return undefined;
+    return {
+      id: turnId,
+      conversationId: meta.conversationId,
+      ...(meta.messageId === undefined ? {} : { messageId: meta.messageId }),
+      ...(meta.operationId === undefined ? {} : { operationId: meta.operationId }),
+      status: meta.status,
+      lastSeq,
+      createdAt: meta.createdAt,
+      updatedAt: this.#options.now(),
+    };
+  }
+
+  /** Runs `operation` after every earlier write; never rejects (`fallback` on failure). */
+  #serial<T>(operation: Operation<T>, fallback: T): Promise<T> {
+    const run = this.#chain.then(() => this.#guard(operation)).catch(() => fallback);
+    this.#chain = run;
+    return run;
+  }
+
+  /**
+   * Runs `operation` on the current store; on failure degrades to memory and runs it
+   * there, so the session keeps working. Rejects only if the memory store fails too.
+   */
+  async #guard<T>(operation: Operation<T>): Promise<T> {
+    const store = this.#store;
+    try {
+      return await operation(store);
+    } catch (error) {
+      if (store !== this.#store) return operation(this.#store);
+      this.#degrade(error);
+      return operation(this.#store);
+    }
+  }
+
+  #degrade(error: unknown): void {
+    if (this.#status.state === 'degraded') return;
+    const cause = asStorageError(error, 'The store failed.');
+    const failed = this.#store;
+    this.#store = createMemoryStore();
+    this.#setStatus({ state: 'degraded', kind: failed.kind, cause, ...(this.#status.persisted === undefined ? {} : { persisted: this.#status.persisted }) });
+    delete failed.onTrouble;
+    try {
+      failed.close();
+    } catch {
+      // Closing a broken store is best effort; it is not used again.
+    }
+  }
+
+  /** Records the answer of `navigator.storage.persist()`. */
+  setPersisted(persisted: boolean): void {
+    this.#setStatus({ ...this.#status, persisted });
+  }
+
+  #setStatus(status: StorageStatus): void {
+    this.#status = status;
+    this.#options.emit({ type: 'storage', at: this.#options.now(), status });
+    this.#statusListeners.emit();
+  }
+
+  #reportSkipped(skipped: readonly StorageError[]): void {
+    for (const error of skipped) this.#options.emit({ type: 'storage-error', at: this.#options.now(), error });
+  }
+}
+
+function asStorageError(error: unknown, message: string): StorageError {
+  return isStorageError(error) ? error : new StorageError('storage_write_failed', message, { cause: error });
+}

@@ -1,0 +1,128 @@
+/**
+ * Shared HTTP plumbing of the client's requests: URLs, fresh headers, and turning a
+ * non-success answer into a typed error with what the retry loops need to decide.
+ */
+import { ProtocolError, TransportError, type LifelineError } from '../errors.js';
+import { parseRetryAfter } from '../core/backoff.js';
+import { errorBodySchema } from '../protocol/schemas.js';
+import type { HeadersInput } from '../types.js';
+
+/** Everything a request needs from the client. */
+export interface HttpContext {
+  baseUrl: string;
+  fetch: typeof fetch;
+  /** Called before every request so a refreshed token is always used. */
+  headers: () => Promise<Record<string, string>>;
+  now: () => number;
+}
+
+/** Joins the base and a path of already-encoded segments. */
+export function endpoint(baseUrl: string, path: string): string {
+  return baseUrl.replace(/\/+$/, '') + path;
+}
+
+/** Resolves {@link HeadersInput} into a fresh plain object (never cached: tokens refresh). */
+export function headersResolver(input: HeadersInput | undefined): () => Promise<Record<string, string>> {
+  if (input === undefined) return () => Promise.resolve({});
+  if (typeof input === 'function') return async () => ({ ...(await input()) });
+  return () => Promise.resolve({ ...input });
+}
+
+/** What a retry loop should do after a failure. */
+export type FailureDisposition =
+  /** Try again after backoff (network, 5xx, 408, 425, 429, 503, wrong content type). */
+  | 'retry'
+  /** 401/403: re-read headers once, then give up. */
+  | 'auth'
+  /** The client's cursor is beyond the log (`resume_point_ahead`): rebuild from seq 0. */
+  | 'rebuild'
+  /** Nothing will change by retrying (404, 410, other 4xx, bad data). */
+  | 'fatal';
+
+/** A classified failure. */
+export interface Failure {
+  error: LifelineError;
+  disposition: FailureDisposition;
+  retryAfterMs?: number;
+}
+
+/** Largest error body read; anything past it is ignored (error bodies are tiny). */
+const MAX_ERROR_BODY = 16 * 1024;
+
+/** Classifies a non-success response; reads (a bounded part of) its error body. */
+export async function failureFromResponse(response: Response, now: number): Promise<Failure> {
+  const status = response.status;
+  const serverCode = await readServerCode(response);
+  const options = { status, ...(serverCode === undefined ? {} : { serverCode }) };
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), now);
+  const withRetryAfter = (failure: Failure): Failure => (retryAfterMs === undefined ? failure : { ...failure, retryAfterMs });
+  if (status === 401) return { error: new TransportError('unauthorized', 'The server answered 401 Unauthorized.', options), disposition: 'auth' };
+  if (status === 403) return { error: new TransportError('forbidden', 'The server answered 403 Forbidden.', options), disposition: 'auth' };
+  if (status === 404) return { error: new TransportError('turn_not_found', 'The server does not know this turn (404).', options), disposition: 'fatal' };
+  if (status === 410) return { error: new TransportError('turn_expired', "The turn's log has expired (410).", options), disposition: 'fatal' };
+  if (status === 429) return withRetryAfter({ error: new TransportError('rate_limited', 'The server is rate limiting (429).', options), disposition: 'retry' });
+  if (status === 503) return withRetryAfter({ error: new TransportError('server_unavailable', 'The server is unavailable (503).', options), disposition: 'retry' });
+  if (status === 400 && serverCode === 'resume_point_ahead') {
+    return { error: new ProtocolError('seq_mismatch', 'The server log is behind the client (resume_point_ahead).', options), disposition: 'rebuild' };
+  }
+  const retryable = status >= 500 || status === 408 || status === 425;
+  return withRetryAfter({
+    error: new TransportError('http_error', `The server answered ${status}.`, options),
+    disposition: retryable ? 'retry' : 'fatal',
+  });
+}
+
+async function readServerCode(response: Response): Promise<string | undefined> {
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.includes('json') || response.body === null) {
+    await response.body?.cancel().catch(() => undefined);
+    return undefined;
+  }
+  try {
+    const text = await readTextCapped(response, MAX_ERROR_BODY);
+    if (text === undefined) return undefined;
+    const parsed = errorBodySchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data.error.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A network-level failure (fetch rejected, body stream broke) as a retryable failure. */
+export function networkFailure(cause: unknown): Failure {
+  return { error: new TransportError('network_error', describe(cause), { cause }), disposition: 'retry' };
+}
+
+function describe(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return `The network request failed: ${message}`;
+}
+
+/**
+ * Reads a body as UTF-8 text, giving up (and cancelling the stream) past `maxBytes`:
+ * `undefined` then. Keeps memory bounded whatever the server sends.
+ */
+export async function readTextCapped(response: Response, maxBytes: number): Promise<string | undefined> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    parts.push(decoder.decode(value, { stream: true }));
+  }
+  parts.push(decoder.decode());
+  return parts.join('');
+}
+
+/** True for an abort caused by our own signal (not a failure to report). */
+export function isAbort(error: unknown, signal: AbortSignal): boolean {
+  return signal.aborted || (error instanceof Error && error.name === 'AbortError');
+}
