@@ -1,7 +1,8 @@
 /**
- * Two (or three) reference server instances on their own ports sharing one real Redis,
- * as behind a load balancer without sticky sessions: a client cut from A resumes and
- * replays on B (T=, J0); duplicate submissions racing on A and B make one turn (X1);
+ * Two reference server instances on their own ports sharing one real Redis, as behind
+ * a load balancer without sticky sessions: a client cut from A resumes and replays on
+ * B (T=, J0), both with a raw SSE reader and with the real Lifeline client behind a
+ * balancer that moves it; duplicate submissions racing on A and B make one turn (X1);
  * a cancel through B stops A's producer; and an instance killed with SIGKILL mid-turn
  * leaves its turn ended `failed`/`producer_lost`, visibly, on the survivor.
  */
@@ -9,6 +10,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createParser } from 'eventsource-parser';
+import '../client/support/dom-shim.js';
+import { createLifeline } from '../../../src/client.js';
+import { createMemoryStore } from '../../../src/storage/memory-store.js';
+import type { EventChunk, Store } from '../../../src/storage/store.js';
+import type { Diagnostic, Turn, TurnSnapshot } from '../../../src/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
 import { submitAnswerSchema, turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
@@ -119,6 +125,19 @@ function createFollower(turnId: string) {
   };
 }
 
+/** Resolves once the turn's snapshot satisfies `predicate`. */
+function untilSnapshot(turn: Turn, predicate: (snapshot: TurnSnapshot) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!predicate(turn.getSnapshot())) return;
+      unsubscribe();
+      resolve();
+    };
+    const unsubscribe = turn.subscribe(check);
+    check();
+  });
+}
+
 function seqs(events: readonly TurnEvent[]): number[] {
   return events.map((event) => event.seq);
 }
@@ -173,6 +192,84 @@ describe('two instances sharing one Redis', () => {
     // B also lists the turn A created.
     const listed = (await (await fetch(`${b.baseUrl}/conversations/conv-cut/turns`)).json()) as { turns: { id: string }[] };
     expect(listed.turns.map((turn) => turn.id)).toEqual([answer.turnId]);
+  });
+
+  it('moves the real Lifeline client from A to B through a balancer mid-turn: resumed on B, T= and J0 in its storage', async () => {
+    const keyPrefix = newPrefix();
+    const agent = controlledAgent();
+    const a = await instance(keyPrefix, agent.agent);
+    const b = await instance(keyPrefix, textAgent('B never produces this turn'));
+    const parts = splitText('The balancer moved me mid-turn: ünïcødé, 漢字, 🚀 and all. '.repeat(2), 4);
+
+    // The balancer: the client only knows one origin; each request goes where `target` says.
+    let target = a.origin;
+    const routed: { origin: string; path: string; lastEventId: string | null }[] = [];
+    const balancer: typeof fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+      routed.push({ origin: target, path: url.pathname, lastEventId: headers.get('last-event-id') });
+      return fetch(`${target}${url.pathname}${url.search}`, init);
+    };
+    // Every chunk the client makes durable, in order: J0 is checked on what it stored.
+    const memory = createMemoryStore();
+    const stored: EventChunk[] = [];
+    const store = new Proxy(memory, {
+      get(target_, property, receiver) {
+        if (property === 'appendChunk') {
+          return (record: Parameters<Store['appendChunk']>[0], chunk: EventChunk) => {
+            stored.push(structuredClone(chunk));
+            return memory.appendChunk(record, chunk);
+          };
+        }
+        if (property === 'appendChunks') {
+          return (items: Parameters<NonNullable<Store['appendChunks']>>[0]) => {
+            for (const { chunk } of items) stored.push(structuredClone(chunk));
+            return memory.appendChunks(items);
+          };
+        }
+        return Reflect.get(target_, property, receiver) as unknown;
+      },
+    });
+    const diagnostics: Diagnostic[] = [];
+    const client = createLifeline({
+      baseUrl: 'http://balancer.invalid/api',
+      fetch: balancer,
+      storage: store,
+      retry: { initialDelayMs: 20, maxDelayMs: 200, firstRetryJitterMs: 0 },
+      onDiagnostic: (diagnostic) => diagnostics.push(diagnostic),
+    });
+    cleanups.push(async () => client.dispose());
+
+    // Submitted on A (through the balancer's current target), then followed by the client.
+    const answer = await submitMessage(a.baseUrl, 'conv-lb', 'Hello through the balancer');
+    const turn = client.turn(answer.turnId);
+    const control = await agent.nextTurn();
+    const half = Math.floor(parts.length / 2);
+    for (const part of parts.slice(0, half)) await control.delta(part);
+    await untilSnapshot(turn, (snapshot) => snapshot.lastSeq >= 4);
+
+    target = b.origin;
+    expect(a.sockets.destroyAll()).toBe(1);
+    for (const part of parts.slice(half)) await control.delta(part);
+    await control.end();
+    const final = await turn.completed;
+
+    const replayed = await replayAll(b.baseUrl, turn.id);
+    expect(final.status).toBe('complete');
+    expect(final.lastSeq).toBe(replayed.events.length);
+    expect(final.text).toBe(textOf(replayed.events));
+    expect(final.text).toBe(parts.join(''));
+    const end = replayed.events.at(-1) as TurnEvent & { type: 'turn.end' };
+    expect(end.textSha256).toBe(await sha256Hex(final.text));
+    // J0 on the client's storage: every seq once, in order, none missing.
+    expect(stored.flatMap((chunk) => seqs(chunk.events))).toEqual(oneToN(replayed.events.length));
+    expect(stored.flatMap((chunk) => chunk.events)).toEqual(replayed.events);
+    expect(diagnostics.filter((d) => d.type === 'duplicate' || d.type === 'gap' || d.type === 'integrity-mismatch')).toEqual([]);
+    // It saw the cut, and resumed on B with its own cursor; it did not start over.
+    expect(diagnostics.filter((d) => d.type === 'disconnect')).toHaveLength(1);
+    const resumedOnB = routed.filter((request) => request.origin === b.origin && request.path.endsWith('/events'));
+    expect(resumedOnB.length).toBeGreaterThan(0);
+    expect(Number(resumedOnB[0]?.lastEventId)).toBeGreaterThanOrEqual(1);
   });
 
   it('makes exactly one turn from duplicate submissions racing on A and B (X1)', async () => {
