@@ -52,3 +52,4 @@ export type {
   OutboxState,
 } from './types.js';
 export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult } from './storage/store.js';
+export type { JsonValue, MessageContent } from './protocol/schemas.js';
