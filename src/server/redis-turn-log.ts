@@ -484,7 +484,7 @@ class RedisTurnLog implements TurnLog {
         init.messageId,
         init.principal,
         init.createdAt,
-        Date.parse(init.createdAt),
+        Number.isFinite(Date.parse(init.createdAt)) ? Date.parse(init.createdAt) : this.#now(),
         this.#owner,
         this.#leaseMs,
         this.#liveTtlMs,
