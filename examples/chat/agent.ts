@@ -129,7 +129,7 @@ export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
     }
 
     if (/persona/iu.test(text)) {
-      yield* stream(`Sure — here are three personas for ${topic}, each with a goal you can design against.\n\n`);
+      yield* stream(`Sure — here are three personas for ${topic}, each with a goal you can design against. `);
       const callId = `personas-${turnId}`;
       const input: JsonValue = { topic, count: 3 };
       yield { type: 'action', callId, name: 'propose_personas', status: 'started', input };
@@ -137,7 +137,7 @@ export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
       const personas = proposePersonas(topic);
       yield { type: 'action', callId, name: 'propose_personas', status: 'completed', input, output: personas.map((p) => ({ ...p })) };
       yield* stream(
-        `\nMaya tells you whether onboarding is simple enough, Daniel whether ${topic} survives a flaky connection, ` +
+        `Maya tells you whether onboarding is simple enough, Daniel whether ${topic} survives a flaky connection, ` +
           'and Priya whether you can explain what happened after the fact. Start with whichever one worries you most.',
       );
       return;

@@ -1,0 +1,217 @@
+import type { ActionState, ConversationItem, MessageContent, OutboxEntry, TurnSnapshot } from 'lifeline';
+import { useLifeline, type UseConversationResult } from 'lifeline/react';
+import { useEffect, useRef } from 'react';
+import { ActionCard } from './action-card.js';
+
+const SUGGESTIONS = [
+  'Propose three personas for a travel booking app',
+  'How should I plan a product launch?',
+  'Give me a plan for learning to cook',
+];
+
+const contentText = (content: MessageContent | undefined): string =>
+  typeof content === 'string' ? content : content === undefined ? '' : JSON.stringify(content);
+
+type Tone = 'neutral' | 'live' | 'warn' | 'good' | 'bad';
+
+function Chip({ tone, children }: { tone: Tone; children: string }) {
+  return <span className={`chip chip-${tone}`}>{children}</span>;
+}
+
+const RECOVERY_WORDS = {
+  resume: 'after a dropped connection',
+  replay: 'from the server’s replay',
+  reload: 'from this device after a reload',
+} as const;
+
+function turnChip(turn: TurnSnapshot): { tone: Tone; label: string } {
+  switch (turn.status) {
+    case 'pending':
+      return { tone: 'live', label: 'Waiting for the first token' };
+    case 'streaming':
+      return { tone: 'live', label: 'Streaming' };
+    case 'reconnecting':
+      return {
+        tone: 'warn',
+        label: turn.connection.state === 'offline' ? 'Offline — will reconnect' : `Reconnecting${turn.connection.attempt > 1 ? ` (attempt ${turn.connection.attempt})` : ''}`,
+      };
+    case 'stalled':
+      return { tone: 'warn', label: 'Stalled' };
+    case 'recovering':
+      return { tone: 'warn', label: 'Recovering' };
+    case 'complete':
+      return { tone: 'good', label: 'Complete' };
+    case 'failed':
+      return { tone: 'bad', label: 'Failed' };
+    case 'cancelled':
+      return { tone: 'neutral', label: 'Stopped' };
+  }
+}
+
+function submissionChip(entry: OutboxEntry | undefined): { tone: Tone; label: string } {
+  switch (entry?.state) {
+    case 'queued':
+      return entry.lastError
+        ? { tone: 'warn', label: `Queued — will retry (${entry.lastError.message})` }
+        : { tone: 'neutral', label: 'Queued' };
+    case 'sending':
+      return { tone: 'live', label: entry.attempts > 1 ? `Sending (attempt ${entry.attempts})` : 'Sending' };
+    case 'failed':
+      return { tone: 'bad', label: `Not sent${entry.lastError ? `: ${entry.lastError.message}` : ''}` };
+    default:
+      return { tone: 'good', label: 'Sent' };
+  }
+}
+
+function UserMessage({ item }: { item: ConversationItem }) {
+  const chip = submissionChip(item.submission);
+  return (
+    <article className="message user" data-message-role="user">
+      <div className="bubble">{contentText(item.content ?? item.submission?.content)}</div>
+      <div className="meta">
+        <Chip tone={chip.tone}>{chip.label}</Chip>
+      </div>
+    </article>
+  );
+}
+
+/** Stands in for the answer while its message is queued, sending or refused. */
+function PendingAnswer({ entry, onRetry, onDiscard }: { entry: OutboxEntry; onRetry: () => void; onDiscard: () => void }) {
+  const chip = submissionChip(entry);
+  return (
+    <article className="message assistant" data-message-role="assistant" data-status={entry.state}>
+      <div className="avatar" aria-hidden="true">L</div>
+      <div className="body">
+        <div className="text placeholder" data-turn-text="" />
+        <div className="meta">
+          <Chip tone={chip.tone}>{entry.state === 'failed' ? 'Failed' : entry.state === 'sending' ? 'Sending' : 'Queued'}</Chip>
+          {entry.state === 'failed' ? (
+            <>
+              <span className="meta-note">{chip.label}</span>
+              <button type="button" className="button small" onClick={onRetry}>
+                Retry
+              </button>
+              <button type="button" className="button small ghost" onClick={onDiscard}>
+                Discard
+              </button>
+            </>
+          ) : (
+            entry.lastError && <span className="meta-note">{entry.lastError.message} — retrying</span>
+          )}
+        </div>
+      </div>
+    </article>
+  );
+}
+
+const isLive = (turn: TurnSnapshot) => turn.status !== 'complete' && turn.status !== 'failed' && turn.status !== 'cancelled';
+
+function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: (() => void) | undefined }) {
+  const client = useLifeline();
+  const chip = turnChip(turn);
+  const showCaret = turn.status === 'streaming' || turn.status === 'pending';
+  return (
+    <article className="message assistant" data-message-role="assistant" data-turn-id={turn.id} data-status={turn.status}>
+      <div className="avatar" aria-hidden="true">L</div>
+      <div className="body">
+        <div className={showCaret ? 'text streaming' : 'text'} data-turn-text="">
+          {turn.text}
+        </div>
+        {turn.actions.map((action: ActionState) => (
+          <ActionCard key={action.callId} action={action} />
+        ))}
+        <div className="meta">
+          <Chip tone={chip.tone}>{chip.label}</Chip>
+          {turn.recovered && (
+            <Chip tone="good">{`Recovered ${turn.recovered.events} tokens ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
+          )}
+          {turn.error && <span className="meta-note">{turn.error.message}</span>}
+          {turn.status === 'failed' && onResend && (
+            <button type="button" className="button small" onClick={onResend}>
+              Retry
+            </button>
+          )}
+          {isLive(turn) && (
+            <button type="button" className="button small ghost" onClick={() => void client.turn(turn.id).cancel()}>
+              Stop
+            </button>
+          )}
+        </div>
+      </div>
+    </article>
+  );
+}
+
+export function MessageList({
+  conversationId,
+  conversation,
+  onSend,
+}: {
+  conversationId: string;
+  conversation: UseConversationResult;
+  onSend: (text: string) => void;
+}) {
+  const { messages, retry, discard } = conversation;
+  const end = useRef<HTMLDivElement>(null);
+  const scroller = useRef<HTMLElement>(null);
+  const last = messages.at(-1);
+
+  // Follow the answer as it grows, unless the reader scrolled up to read something.
+  useEffect(() => {
+    const box = scroller.current;
+    if (box && box.scrollHeight - box.scrollTop - box.clientHeight < 160) end.current?.scrollIntoView({ block: 'end' });
+  }, [messages.length, last?.turn?.text.length]);
+
+  const rows: React.ReactNode[] = [];
+  let previousUser: ConversationItem | undefined;
+  for (const item of messages) {
+    if (item.role === 'user') {
+      previousUser = item;
+      rows.push(<UserMessage key={`u-${item.key}`} item={item} />);
+      const entry = item.submission;
+      if (entry && entry.state !== 'accepted' && !entry.turnId) {
+        rows.push(
+          <PendingAnswer
+            key={`p-${item.key}`}
+            entry={entry}
+            onRetry={() => void retry(entry.operationId)}
+            onDiscard={() => void discard(entry.operationId)}
+          />,
+        );
+      }
+    } else if (item.turn) {
+      const content = previousUser?.content ?? previousUser?.submission?.content;
+      rows.push(
+        <AssistantMessage
+          key={`a-${item.key}`}
+          turn={item.turn}
+          onResend={content === undefined ? undefined : () => onSend(contentText(content))}
+        />,
+      );
+    }
+  }
+
+  return (
+    <section className="messages" ref={scroller} data-conversation-id={conversationId} aria-label="Messages">
+      {rows.length === 0 ? (
+        <div className="empty">
+          <h1>Messages that survive the network</h1>
+          <p>
+            Ask something, then use the fault lab on the right to cut, stall or restart the connection while the answer streams. Nothing
+            gets lost or duplicated.
+          </p>
+          <div className="suggestions">
+            {SUGGESTIONS.map((s) => (
+              <button key={s} type="button" className="suggestion" onClick={() => onSend(s)}>
+                {s}
+              </button>
+            ))}
+          </div>
+        </div>
+      ) : (
+        rows
+      )}
+      <div ref={end} />
+    </section>
+  );
+}
