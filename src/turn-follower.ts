@@ -446,7 +446,6 @@ export class TurnFollower implements Turn {
     if (type === 'heartbeat') return;
     const decoded = decodeEvent(data, { maxEventSize: this.#deps.maxEventSize });
     if (decoded.kind === 'error') {
-      this.#emit({ type: 'protocol-error', turnId: this.id, error: decoded.error });
       // The stream is not trustworthy any more: drop it and come back through backoff.
       this.#streamFailure = { error: decoded.error, disposition: 'retry' };
       controller.abort();
@@ -482,10 +481,8 @@ export class TurnFollower implements Turn {
       }
       case 'failed': {
         const { error, disposition, retryAfterMs } = outcome.failure;
+        if (error.kind === 'protocol') this.#emit({ type: 'protocol-error', turnId: this.id, error });
         this.#emit({ type: 'disconnect', turnId: this.id, cause: error });
-        if (error.kind === 'protocol' && (error.code === 'line_too_long' || error.code === 'event_too_large')) {
-          this.#emit({ type: 'protocol-error', turnId: this.id, error });
-        }
         switch (disposition) {
           case 'retry':
             if (!healthy) this.#streamFailures += 1;
@@ -726,11 +723,14 @@ export class TurnFollower implements Turn {
         return false;
       case 'foreign': {
         const error = new ProtocolError('seq_mismatch', `An event of turn ${event.turnId} arrived on turn ${this.id}.`);
-        this.#emit({ type: 'protocol-error', turnId: this.id, error });
         if (source === 'stream') {
+          // Reported with the attempt's end, like any protocol error of the stream.
           this.#streamFailure = { error, disposition: 'retry' };
           this.#abort?.abort();
-        } else if (source === 'replay') this.#fail(error, 'replay', true);
+          return false;
+        }
+        this.#emit({ type: 'protocol-error', turnId: this.id, error });
+        if (source === 'replay') this.#fail(error, 'replay', true);
         return false;
       }
       case 'too-large':

@@ -143,20 +143,29 @@ function failureOf(error: unknown): Failure {
 export function limitBody(body: ReadableStream<Uint8Array>, limits: StreamLimits): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const check = createFrameLimiter(limits);
+  let failed: ProtocolError | undefined;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
+      if (failed !== undefined) {
+        // A separate pull: erroring right after enqueueing would discard the good prefix.
+        controller.error(failed);
+        return;
+      }
       const { done, value } = await reader.read();
       if (done) {
         controller.close();
         return;
       }
-      const error = check(value);
-      if (error !== undefined) {
-        await reader.cancel(error).catch(() => undefined);
-        controller.error(error);
+      const verdict = check(value);
+      if (verdict === undefined) {
+        controller.enqueue(value);
         return;
       }
-      controller.enqueue(value);
+      failed = verdict.error;
+      await reader.cancel(verdict.error).catch(() => undefined);
+      // Lines before the oversized one are intact: let their events through.
+      if (verdict.keep > 0) controller.enqueue(value.subarray(0, verdict.keep));
+      else controller.error(verdict.error);
     },
     cancel(reason) {
       return reader.cancel(reason);
@@ -167,12 +176,18 @@ export function limitBody(body: ReadableStream<Uint8Array>, limits: StreamLimits
 const LF = 10;
 const CR = 13;
 
+/** A cap was passed: the error, and how many bytes of the chunk (whole lines) are still good. */
+export interface FrameViolation {
+  error: ProtocolError;
+  keep: number;
+}
+
 /**
  * Tracks line and block sizes across chunks with native `indexOf` scans (the parser
  * walks every byte anyway; this must not double that cost). CR, LF and CRLF all end
  * a line; an empty line ends an event block.
  */
-export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) => ProtocolError | undefined {
+export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) => FrameViolation | undefined {
   let line = 0;
   let block = 0;
   // A CR ended the previous line: an LF right after it is the same line break.
@@ -202,21 +217,22 @@ export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) =>
       }
       afterCR = chunk[end] === CR;
       const size = line + end - position;
-      if (size > limits.maxLineBytes) return lineTooLong(size);
+      if (size > limits.maxLineBytes) return { error: lineTooLong(size), keep: position };
       if (size === 0) {
         block = 0;
       } else {
         block += size + 1;
-        if (block > limits.maxEventBytes) return eventTooLarge(block);
+        if (block > limits.maxEventBytes) return { error: eventTooLarge(block), keep: position };
       }
       line = 0;
       position = end + 1;
     }
     if (position < length) {
       afterCR = false;
+      const start = position;
       line += length - position;
-      if (line > limits.maxLineBytes) return lineTooLong(line);
-      if (block + line > limits.maxEventBytes) return eventTooLarge(block + line);
+      if (line > limits.maxLineBytes) return { error: lineTooLong(line), keep: start };
+      if (block + line > limits.maxEventBytes) return { error: eventTooLarge(block + line), keep: start };
     }
     return undefined;
   };

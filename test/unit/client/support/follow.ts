@@ -1,0 +1,57 @@
+/**
+ * Helpers to follow a turn in tests and record what the client did: every diagnostic
+ * and the exact log of applied seqs (the J0 oracle).
+ */
+import { createLifeline } from '../../../../src/client.js';
+import { createMemoryStore, type MemoryStore } from '../../../../src/storage/memory-store.js';
+import type { Diagnostic, LifelineClient, LifelineOptions, Turn } from '../../../../src/types.js';
+
+/** Fast retry timing so tests do not wait on production defaults. */
+export const FAST_RETRY = { firstRetryJitterMs: 2, initialDelayMs: 2, maxDelayMs: 20 } as const;
+
+export interface Followed {
+  client: LifelineClient;
+  store: MemoryStore;
+  turn: Turn;
+  diagnostics: Diagnostic[];
+  /** seqs in the order the client applied them. */
+  applied: number[];
+  /** Resolves when the iterator over applied events finished. */
+  iterated: Promise<void>;
+  ofType<T extends Diagnostic['type']>(type: T): Extract<Diagnostic, { type: T }>[];
+}
+
+/** Creates a memory-backed client and follows `turnId`, recording diagnostics and applied seqs. */
+export function follow(baseUrl: string, turnId: string, options: Partial<LifelineOptions> = {}): Followed {
+  const diagnostics: Diagnostic[] = [];
+  const store = createMemoryStore();
+  const client = createLifeline({
+    baseUrl,
+    storage: store,
+    retry: FAST_RETRY,
+    ...options,
+    onDiagnostic: (diagnostic) => {
+      diagnostics.push(diagnostic);
+      options.onDiagnostic?.(diagnostic);
+    },
+  });
+  const turn = client.turn(turnId);
+  const applied: number[] = [];
+  const iterated = (async () => {
+    for await (const event of turn) applied.push(event.seq);
+  })();
+  return {
+    client,
+    store,
+    turn,
+    diagnostics,
+    applied,
+    iterated,
+    ofType: <T extends Diagnostic['type']>(type: T) => diagnostics.filter((d): d is Extract<Diagnostic, { type: T }> => d.type === type),
+  };
+}
+
+/** 1, 2, … n */
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, index) => index + 1);
+}
