@@ -1,0 +1,114 @@
+// @vitest-environment happy-dom
+/**
+ * The hooks over the real client and the real reference server, wired in-process: the
+ * client's `fetch` calls the handler directly, so every request the hooks cause is seen.
+ */
+import { act, cleanup, render, screen, waitFor } from '@testing-library/react';
+import { StrictMode } from 'react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLifeline } from '../../../src/client.js';
+import { LifelineProvider, useConversation, useTurn } from '../../../src/react/index.js';
+import { createLifelineHandler, type LifelineHandler } from '../../../src/server/handler.js';
+import type { LifelineClient } from '../../../src/types.js';
+import { textAgent } from '../../fixtures/agents.js';
+
+const TEXT = 'Hello from the reference server, streamed in small pieces. ✨ 你好';
+
+interface Rig {
+  client: LifelineClient;
+  handler: LifelineHandler;
+  requests: string[];
+}
+
+let rig: Rig | undefined;
+
+function createRig(): Rig {
+  const handler = createLifelineHandler({ agent: textAgent(TEXT, { chunk: 4, delayMs: 2 }), basePath: '/api' });
+  const requests: string[] = [];
+  const client = createLifeline({
+    baseUrl: 'http://lifeline.test/api',
+    storage: 'memory',
+    fetch: async (input, init) => {
+      const request = new Request(input, init);
+      requests.push(`${request.method} ${new URL(request.url).pathname}`);
+      return handler(request);
+    },
+  });
+  return (rig = { client, handler, requests });
+}
+
+afterEach(async () => {
+  cleanup();
+  rig?.client.dispose();
+  await rig?.handler.close();
+  rig = undefined;
+});
+
+async function submit(handler: LifelineHandler, conversationId: string): Promise<string> {
+  const response = await handler(
+    new Request(`http://lifeline.test/api/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': `key-${conversationId}-0123456789` },
+      body: JSON.stringify({ content: 'hi' }),
+    }),
+  );
+  return ((await response.json()) as { turnId: string }).turnId;
+}
+
+function Answer({ turnId }: { turnId: string }) {
+  const turn = useTurn(turnId);
+  return (
+    <p data-status={turn?.status ?? 'none'} data-testid="answer">
+      {turn?.text}
+    </p>
+  );
+}
+
+function Conversation({ id }: { id: string }) {
+  const { messages } = useConversation(id);
+  return (
+    <ul>
+      {messages.map((m) => (
+        <li key={m.key} data-status={m.turn?.status}>
+          {m.turn?.text}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+describe('hooks over the real client', () => {
+  it('useTurn under StrictMode opens one stream and shows the whole text', async () => {
+    const { client, handler, requests } = createRig();
+    const turnId = await submit(handler, 'c1');
+    render(
+      <StrictMode>
+        <LifelineProvider client={client}>
+          <Answer turnId={turnId} />
+          <Answer turnId={turnId} />
+        </LifelineProvider>
+      </StrictMode>,
+    );
+    await waitFor(() => expect(screen.getAllByTestId('answer').map((p) => p.dataset['status'])).toEqual(['complete', 'complete']));
+    expect(screen.getAllByTestId('answer').map((p) => p.textContent)).toEqual([TEXT, TEXT]);
+    expect(requests.filter((r) => r.endsWith(`/turns/${turnId}/events`))).toHaveLength(1);
+    expect(requests.filter((r) => r.startsWith('POST'))).toHaveLength(0);
+  });
+
+  it('useConversation lists a followed turn of its conversation, and not of another', async () => {
+    const { client, handler } = createRig();
+    const mine = await submit(handler, 'mine');
+    const theirs = await submit(handler, 'theirs');
+    render(
+      <LifelineProvider client={client}>
+        <Conversation id="mine" />
+      </LifelineProvider>,
+    );
+    act(() => {
+      client.turn(mine);
+      client.turn(theirs);
+    });
+    await waitFor(() => expect(screen.getByRole('listitem').dataset['status']).toBe('complete'));
+    expect(screen.getAllByRole('listitem').map((li) => li.textContent)).toEqual([TEXT]);
+  });
+});
