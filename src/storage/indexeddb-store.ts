@@ -282,8 +282,6 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   /** The connection being opened or open; undefined until first use and after it was lost. */
   #connection: Promise<LifelineDb> | undefined;
   #db: LifelineDb | undefined;
-  /** Set by `close()`: calls fail with `storage_closed` until `open()`. */
-  #closed = false;
 
   constructor(options: IndexedDbStoreOptions) {
     const namespace = options.namespace ?? 'default';
@@ -298,12 +296,14 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async open(): Promise<void> {
-    this.#closed = false;
     await this.#connect();
   }
 
+  /**
+   * Closes the connection (so it blocks no other tab's upgrade or delete). A later call
+   * opens a new one: the client still clears a store it stopped using, on logout.
+   */
   close(): void {
-    this.#closed = true;
     const connection = this.#connection;
     this.#connection = undefined;
     this.#db = undefined;
@@ -487,7 +487,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
         return await inTransaction(db, names, mode, body);
       } catch (cause) {
         const error = toStorageError(cause, operation, this.databaseName);
-        if (error.code === 'storage_closed' && attempt === 0 && !this.#closed) {
+        if (error.code === 'storage_closed' && attempt === 0) {
           this.#drop(db);
           continue;
         }
@@ -498,7 +498,6 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   #connect(): Promise<LifelineDb> {
-    if (this.#closed) return Promise.reject(new StorageError('storage_closed', `The store for "${this.databaseName}" was closed; call open() to use it again.`));
     if (this.#connection) return this.#connection;
     const connection: Promise<LifelineDb> = this.#openDatabase().then((db) => {
       if (this.#connection !== connection) {
@@ -616,7 +615,6 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   /** `terminated`: the browser closed the connection (database deleted, storage cleared). */
   #onTerminated(db: LifelineDb): void {
     this.#drop(db);
-    if (this.#closed) return;
     this.#trouble(
       new StorageError('storage_closed', `The browser closed "${this.databaseName}" (deleted or cleared); it is reopened on next use.`),
     );

@@ -28,10 +28,8 @@ const OUTBOX_STATES: Readonly<Record<OutboxState, true>> = { queued: true, sendi
 type NonEmpty<T> = [T, ...T[]];
 const keysOf = <K extends string>(record: Readonly<Record<K, unknown>>): NonEmpty<K> => Object.keys(record) as NonEmpty<K>;
 
-/** Every turn status a stored row may carry. */
-export const TURN_STATUSES: readonly TurnStatus[] = keysOf(STATUS_ENDED);
 /** The statuses after which a turn never changes again. */
-export const ENDED_STATUSES: readonly TurnStatus[] = TURN_STATUSES.filter((status) => STATUS_ENDED[status]);
+export const ENDED_STATUSES: readonly TurnStatus[] = keysOf(STATUS_ENDED).filter((status) => STATUS_ENDED[status]);
 
 /** True for `complete`, `failed` and `cancelled`. */
 export function isEndedStatus(status: TurnStatus): boolean {
@@ -42,7 +40,7 @@ const epochMsSchema = z.number().min(0);
 const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /** `LifelineError#toJSON()` as stored. Codes are open-ended (new ones may be added), so any snake_case code passes. */
-export const errorJsonSchema = z.object({
+const errorJsonSchema = z.object({
   name: z.string().max(200),
   kind: z.enum(keysOf(ERROR_KINDS)),
   code: z.custom<LifelineErrorCode>((value) => typeof value === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(value)),
@@ -51,7 +49,7 @@ export const errorJsonSchema = z.object({
   serverCode: z.string().exactOptional(),
 });
 
-export const actionStateSchema = z.object({
+const actionStateSchema = z.object({
   callId: z.string().min(1).max(128),
   name: z.string().min(1).max(128),
   status: actionStatusSchema,

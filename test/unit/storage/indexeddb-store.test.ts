@@ -505,13 +505,20 @@ describe('connection loss', () => {
     expect((await store.loadTurns()).items.map((r) => r.id)).toEqual(['t2']);
   });
 
-  it('fails with storage_closed after close() until open() is called again', async () => {
-    const { store } = makeStore();
+  it('close() lets go of the database; the next call opens a new connection', async () => {
+    const spy = spyFactory(new IDBFactory());
+    const { store } = makeStore({ indexedDB: spy.factory });
     await store.putTurn(row('t1'));
     store.close();
-    expect((await rejection(store.loadTurns())).code).toBe('storage_closed');
-    await store.open();
-    expect((await store.loadTurns()).items).toHaveLength(1);
+    let blocked = false;
+    const upgrade = spy.factory.open(store.databaseName, SCHEMA_VERSION + 1);
+    upgrade.onblocked = () => (blocked = true);
+    (await request(upgrade)).close();
+    expect(blocked).toBe(false);
+    // The store's version is now behind; deleting gets it back to a fresh start.
+    await request(spy.factory.deleteDatabase(store.databaseName));
+    await store.putTurn(row('t2'));
+    expect((await store.loadTurns()).items.map((r) => r.id)).toEqual(['t2']);
   });
 
   it('closes a connection that arrives after close()', async () => {
