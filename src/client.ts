@@ -7,10 +7,12 @@ import { resolveRetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
 import { CancelledError, LifelineError, isLifelineError } from './errors.js';
 import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
-import { ID_PATTERN, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
+import { ID_PATTERN, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
 import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
+import { createOutbox, type OutboxController } from './outbox/outbox.js';
+import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted, type SubmissionTracker } from './outbox/views.js';
 import type { Store } from './storage/store.js';
 import { headersResolver } from './transport/http.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from './transport/network.js';
@@ -109,6 +111,8 @@ class Client implements LifelineClient {
   #turnList: readonly TurnSnapshot[] | undefined;
   readonly #turnListeners = createEmitter<void>();
   readonly #turnBatcher;
+  readonly #outbox: OutboxController;
+  readonly #submissions: SubmissionTracker;
   #disposed = false;
 
   constructor(options: LifelineOptions) {
@@ -168,7 +172,29 @@ class Client implements LifelineClient {
       getSnapshot: () => (this.#turnList ??= Object.freeze(this.#sortedFollowers().map((follower) => follower.getSnapshot()))),
       subscribe: (listener) => this.#turnListeners.subscribe(listener),
     };
-    this.outbox = emptyOutbox();
+    // ---- outbox wiring (issue 6): durable submissions behind conversation.send ----
+    this.#outbox = createOutbox({
+      storage: this.outboxStorage,
+      baseUrl: options.baseUrl,
+      fetch: fetchImpl,
+      headers,
+      ...(options.retry === undefined ? {} : { retry: options.retry }),
+      ...(options.outbox?.timeoutMs === undefined ? {} : { timeoutMs: options.outbox.timeoutMs }),
+      ...(options.outbox?.maxAgeMs === undefined ? {} : { maxAgeMs: options.outbox.maxAgeMs }),
+      namespace: options.namespace ?? 'default',
+      network: this.#network,
+      // Online/offline is reported once, by #listen.
+      emit: (diagnostic) => {
+        if (diagnostic.type !== 'network') this.#emit(diagnostic);
+      },
+      onAccepted: (entry, answer) => {
+        if (this.#disposed) return;
+        this.#submissions.accept(entry.operationId, this.followAccepted(entry, answer));
+      },
+    });
+    this.#submissions = createSubmissionTracker(this.#outbox);
+    this.outbox = createOutboxView(this.#outbox, isUnaccepted);
+    // ---- end outbox wiring ----
 
     this.#listen();
     this.ready = this.#start();
@@ -198,7 +224,14 @@ class Client implements LifelineClient {
     }
     let view = this.#conversations.get(conversationId);
     if (view === undefined) {
-      view = new ConversationView(conversationId, () => this.turns.getSnapshot(), (listener) => this.#turnListeners.subscribe(listener), this.outbox);
+      view = new ConversationView(conversationId, () => this.turns.getSnapshot(), (listener) => this.#turnListeners.subscribe(listener), {
+        outbox: createOutboxView(this.#outbox, (entry) => entry.conversationId === conversationId && isUnaccepted(entry)),
+        entries: filteredStore(this.#outbox.entries, (entry) => entry.conversationId === conversationId),
+        send: (content) => {
+          this.#assertUsable();
+          return this.#submissions.track(this.#outbox.enqueue(conversationId, content).operationId);
+        },
+      });
       this.#conversations.set(conversationId, view);
     }
     return view;
@@ -233,6 +266,8 @@ class Client implements LifelineClient {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const follower of this.#followers.values()) follower.dispose();
+    this.#submissions.dispose();
+    this.#outbox.dispose();
     for (const cleanup of this.#cleanups.splice(0)) cleanup();
     this.#turnBatcher.cancel();
     void this.#persistence.dispose();
@@ -263,6 +298,8 @@ class Client implements LifelineClient {
     await this.#persistence.open();
     if (this.#options.persist === true) await this.#askPersistence();
     const loaded = await this.#persistence.loadUnfinished();
+    // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
+    await this.#outbox.start();
     const conversations = new Set<string>();
     for (const turn of loaded) {
       if (this.#followers.has(turn.record.id)) continue;
@@ -382,59 +419,91 @@ function asLifelineError(error: unknown): LifelineError {
   return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
 }
 
-/** Until the outbox is wired in: an empty, never-changing outbox. */
-function emptyOutbox(): Outbox {
-  const empty: readonly OutboxEntry[] = Object.freeze([]);
-  const unavailable = (): Promise<void> =>
-    Promise.reject(new LifelineError('invalid_argument', 'The outbox is not available in this build of the client.'));
-  return {
-    getSnapshot: () => empty,
-    subscribe: () => () => {},
-    retry: unavailable,
-    discard: unavailable,
-  };
+/** What a conversation needs from the outbox (issue 6). */
+interface ConversationOutbox {
+  /** This conversation's pending and failed entries. */
+  outbox: Outbox;
+  /** This conversation's entries, accepted ones included (they link a message to its turn). */
+  entries: ExternalStore<readonly OutboxEntry[]>;
+  send(content: MessageContent): Submission;
 }
 
-/** One conversation's interleaved items, derived from the client's turns (and, once wired, its outbox). */
+/** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
 class ConversationView implements Conversation {
   readonly id: string;
   readonly outbox: Outbox;
   readonly #turns: () => readonly TurnSnapshot[];
   readonly #subscribeTurns: (listener: () => void) => () => void;
+  readonly #submissions: ConversationOutbox;
+  /** User messages by turn id, remembered for the session: the outbox forgets accepted entries soon after. */
+  readonly #sent = new Map<string, { operationId: string; content: MessageContent }>();
   #snapshot: ConversationSnapshot | undefined;
   #source: readonly TurnSnapshot[] | undefined;
+  #sourceEntries: readonly OutboxEntry[] | undefined;
 
-  constructor(id: string, turns: () => readonly TurnSnapshot[], subscribeTurns: (listener: () => void) => () => void, outbox: Outbox) {
+  constructor(id: string, turns: () => readonly TurnSnapshot[], subscribeTurns: (listener: () => void) => () => void, submissions: ConversationOutbox) {
     this.id = id;
     this.#turns = turns;
     this.#subscribeTurns = subscribeTurns;
-    this.outbox = outbox;
+    this.#submissions = submissions;
+    this.outbox = submissions.outbox;
   }
 
   readonly getSnapshot = (): ConversationSnapshot => {
     const turns = this.#turns();
-    if (this.#snapshot !== undefined && this.#source === turns) return this.#snapshot;
+    const entries = this.#submissions.entries.getSnapshot();
+    if (this.#snapshot !== undefined && this.#source === turns && this.#sourceEntries === entries) return this.#snapshot;
+    const byTurn = new Map<string, OutboxEntry>();
+    for (const entry of entries) {
+      if (entry.turnId === undefined) continue;
+      byTurn.set(entry.turnId, entry);
+      this.#sent.set(entry.turnId, { operationId: entry.operationId, content: entry.content });
+    }
     const items: ConversationItem[] = [];
-    for (const turn of turns) if (turn.conversationId === this.id) items.push({ role: 'assistant', key: turn.id, turn });
+    const placed = new Set<string>();
+    for (const turn of turns) {
+      if (turn.conversationId !== this.id) continue;
+      const user = this.#sent.get(turn.id);
+      if (user !== undefined) {
+        const entry = byTurn.get(turn.id);
+        items.push({ role: 'user', key: user.operationId, content: user.content, ...(entry === undefined ? {} : { submission: entry }) });
+        placed.add(user.operationId);
+      }
+      items.push({ role: 'assistant', key: turn.id, turn });
+    }
+    for (const entry of entries) {
+      if (!placed.has(entry.operationId)) items.push({ role: 'user', key: entry.operationId, content: entry.content, submission: entry });
+    }
     const previous = this.#snapshot;
     this.#source = turns;
+    this.#sourceEntries = entries;
     // Same items, same snapshot: a change to another conversation's turn is not ours.
     if (previous !== undefined && sameItems(previous.items, items)) return previous;
     this.#snapshot = Object.freeze({ id: this.id, items: Object.freeze(items) });
     return this.#snapshot;
   };
 
-  readonly subscribe = (listener: () => void): (() => void) => this.#subscribeTurns(listener);
+  readonly subscribe = (listener: () => void): (() => void) => {
+    const turns = this.#subscribeTurns(listener);
+    const entries = this.#submissions.entries.subscribe(listener);
+    return () => {
+      turns();
+      entries();
+    };
+  };
 
   invalidate(): void {
     this.#source = undefined;
   }
 
-  send(): Submission {
-    throw new LifelineError('invalid_argument', 'conversation.send needs the outbox, which this build of the client does not wire yet.');
+  send(content: MessageContent): Submission {
+    return this.#submissions.send(content);
   }
 }
 
 function sameItems(a: readonly ConversationItem[], b: readonly ConversationItem[]): boolean {
-  return a.length === b.length && a.every((item, index) => item.key === b[index]?.key && item.turn === b[index]?.turn);
+  return (
+    a.length === b.length &&
+    a.every((item, index) => item.key === b[index]?.key && item.turn === b[index]?.turn && item.submission === b[index]?.submission)
+  );
 }
