@@ -12,6 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startBenchServer, type BenchServer } from './lib/bench-server.js';
 import { chromiumVersion } from './lib/chromium.js';
+import { benchMemory, memoryReport } from './memory.js';
+import { benchResume, resumeReport } from './resume.js';
+import { benchStall, stallReport } from './stall.js';
 import { benchStorage, storageReport } from './storage.bench.js';
 import { benchThroughput, throughputReport } from './throughput.js';
 import { measureBundleSizes, sizeTable } from '../scripts/size.mjs';
@@ -40,12 +43,27 @@ const SECTIONS: Section[] = [
     run: async (server, log) => throughputReport(await benchThroughput(server, { runs, log })),
   },
   {
+    id: 'resume',
+    title: 'Resume latency after a cut',
+    run: async (server, log) => resumeReport(await benchResume(server, { log })),
+  },
+  {
+    id: 'stall',
+    title: 'Stall to recovered (replay path)',
+    run: async (server, log) => stallReport(await benchStall(server, { log })),
+  },
+  {
     id: 'hydration',
     title: 'Reload hydration and IndexedDB writes (bench/storage.bench.ts)',
     run: async (_server, log) => {
       const body = storageReport(await benchStorage({ runs: 5, log }));
       return `Target: a 10 000-event turn hydrates on a cold page in ≤ 50 ms.\n\n${body}`;
     },
+  },
+  {
+    id: 'memory',
+    title: 'Memory held by a turn',
+    run: async (server, log) => memoryReport(await benchMemory(server, { log })),
   },
   {
     id: 'size',
