@@ -14,8 +14,6 @@ export {
 export type { LifelineErrorCode, LifelineErrorKind, LifelineErrorOptions } from './errors.js';
 export { createIndexedDbStore, isIndexedDbAvailable } from './storage/indexeddb-store.js';
 export type { IndexedDbStore, IndexedDbStoreOptions, ChunkWrite } from './storage/indexeddb-store.js';
-export { createOutbox } from './outbox/index.js';
-export type { OutboxController, OutboxDeps, OutboxStorage, OutboxChannel, OutboxLocks, NetworkMonitor, Enqueued } from './outbox/index.js';
 export { createLifeline } from './client.js';
 export { createMemoryStore } from './storage/memory-store.js';
 export type { MemoryStore } from './storage/memory-store.js';

@@ -1,10 +1,8 @@
 /**
- * The durable outbox in real Chromium through the built package: IndexedDB storage, Web
- * Locks between pages of one context, BroadcastChannel, real online/offline events, and
- * the reference server behind `/api`.
- *
- * Until `createLifeline` wires `conversation.send` to the outbox, these specs drive the
- * exported `createOutbox` over `createIndexedDbStore`, which is exactly what the client does.
+ * The durable outbox in real Chromium through the built package and its public path,
+ * `client.conversation(id).send(content)`: IndexedDB storage, Web Locks between pages of
+ * one context, BroadcastChannel, real online/offline events, and the reference server
+ * behind `/api`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { expect, test, type Page } from '@playwright/test';
@@ -15,10 +13,9 @@ import { startTestServer, type TestServer } from '../../fixtures/server.js';
 import { startPageServer, type PageServer } from '../fixtures/page-server.js';
 
 interface PageOutbox {
-  outbox: Lifeline.OutboxController;
+  client: Lifeline.LifelineClient;
   /** Diagnostics as plain JSON (errors through their toJSON). */
   diagnostics: Array<Record<string, unknown> & { type: string }>;
-  accepted: Array<{ operationId: string; turnId: string }>;
 }
 
 declare global {
@@ -93,26 +90,20 @@ async function open(page: Page): Promise<void> {
   await page.waitForFunction(() => window.lifelineReady === true);
 }
 
-/** Creates and starts an outbox over IndexedDB namespace `namespace`, as the client would at startup. */
+/** Creates a client over IndexedDB namespace `namespace` and waits until it is ready (outbox loaded). */
 async function boot(page: Page, namespace: string, tab: string): Promise<void> {
   await page.evaluate(
     async ({ namespace, tab }) => {
-      const store = window.lifeline.createIndexedDbStore({ namespace });
-      await store.open();
       const diagnostics: PageOutbox['diagnostics'] = [];
-      const accepted: PageOutbox['accepted'] = [];
-      const outbox = window.lifeline.createOutbox({
-        storage: store,
+      const client = window.lifeline.createLifeline({
         baseUrl: '/api',
         namespace,
         headers: { 'x-tab': tab },
         retry: { initialDelayMs: 50, maxDelayMs: 200 },
-        acceptedRetentionMs: 60_000,
-        emit: (diagnostic) => diagnostics.push(JSON.parse(JSON.stringify(diagnostic)) as PageOutbox['diagnostics'][number]),
-        onAccepted: (entry, answer) => void accepted.push({ operationId: entry.operationId, turnId: answer.turnId }),
+        onDiagnostic: (diagnostic) => diagnostics.push(JSON.parse(JSON.stringify(diagnostic)) as PageOutbox['diagnostics'][number]),
       });
-      window.__outbox = { outbox, diagnostics, accepted };
-      await outbox.start();
+      window.__outbox = { client, diagnostics };
+      await client.ready;
     },
     { namespace, tab },
   );
@@ -123,25 +114,27 @@ async function openOutbox(page: Page, namespace: string, tab: string): Promise<v
   await boot(page, namespace, tab);
 }
 
-function enqueue(page: Page, conversationId: string, content: string): Promise<string> {
+function send(page: Page, conversationId: string, content: string): Promise<string> {
   return page.evaluate(
-    async ({ conversationId, content }) => {
-      const { operationId, written } = window.__outbox.outbox.enqueue(conversationId, content);
-      await written;
-      return operationId;
-    },
+    ({ conversationId, content }) => window.__outbox.client.conversation(conversationId).send(content).operationId,
     { conversationId, content },
   );
 }
 
-const countOf = (page: Page, type: string) => page.evaluate((type) => window.__outbox.diagnostics.filter((d) => d.type === type).length, type);
-const acceptedOf = (page: Page) => page.evaluate(() => window.__outbox.accepted);
+/** Diagnostics of `type` (for `retry` and `failed`: of submissions only). */
+const countOf = (page: Page, type: string) =>
+  page.evaluate((type) => window.__outbox.diagnostics.filter((d) => d.type === type && (d['scope'] ?? 'submit') === 'submit').length, type);
+const acceptedOf = (page: Page) =>
+  page.evaluate(() =>
+    window.__outbox.diagnostics.filter((d) => d.type === 'accepted').map((d) => ({ operationId: d['operationId'], turnId: d['turnId'] })),
+  );
+const statesOf = (page: Page) => page.evaluate(() => window.__outbox.client.outbox.getSnapshot().map((e) => [e.state, e.attempts]));
 const failuresOf = (page: Page) => page.evaluate(() => window.__outboxFailures);
 
 test('sent while the server is down, the page reloads, the server comes back: sent after reload, one turn', async ({ page }) => {
   mode = 'down';
   await openOutbox(page, 'reload', 'first');
-  const operationId = await enqueue(page, 'conv-reload', 'typed while the server was down');
+  const operationId = await send(page, 'conv-reload', 'typed while the server was down');
   await expect.poll(() => countOf(page, 'retry')).toBeGreaterThanOrEqual(1);
   const retry = await page.evaluate(() => window.__outbox.diagnostics.find((d) => d.type === 'retry'));
   expect(retry).toMatchObject({ scope: 'submit', id: operationId, cause: { code: 'network_error' } });
@@ -154,6 +147,20 @@ test('sent while the server is down, the page reloads, the server comes back: se
   expect(replay).toMatchObject({ count: 1 });
   await expect.poll(() => acceptedOf(page)).toEqual([{ operationId, turnId: expect.any(String) }]);
   expect(await turnsOf('conv-reload')).toBe(1);
+  // The client follows the accepted turn; the message sits before its answer.
+  await expect
+    .poll(() =>
+      page.evaluate(() =>
+        window.__outbox.client
+          .conversation('conv-reload')
+          .getSnapshot()
+          .items.map((item) => [item.role, item.role === 'user' ? item.content : item.turn?.status]),
+      ),
+    )
+    .toEqual([
+      ['user', 'typed while the server was down'],
+      ['assistant', 'complete'],
+    ]);
   // Every attempt, before and after the reload, carried the same key.
   expect(new Set(posts.map((p) => p.key))).toEqual(new Set([operationId]));
   expect(posts.filter((p) => p.tab === 'second')).toHaveLength(1);
@@ -166,14 +173,17 @@ test('two pages with queued entries: the sending page closes mid-flight, the oth
   const pageB = await context.newPage();
   await openOutbox(pageA, 'tabs', 'a');
   await openOutbox(pageB, 'tabs', 'b');
-  const a1 = await enqueue(pageA, 'conv-tabs-a', 'from page a');
+  const a1 = await send(pageA, 'conv-tabs-a', 'from page a');
   await expect.poll(() => posts.length).toBe(1);
-  const b1 = await enqueue(pageB, 'conv-tabs-b', 'from page b');
+  const b1 = await send(pageB, 'conv-tabs-b', 'from page b');
   // a holds the lock: it also sends b's entry (seen through storage + BroadcastChannel).
   await expect.poll(() => posts.map((p) => `${p.tab}:${p.key}`).sort()).toEqual([`a:${a1}`, `a:${b1}`].sort());
   // Both submissions are committed on the server; their answers never left it.
   await expect.poll(async () => (await turnsOf('conv-tabs-a')) + (await turnsOf('conv-tabs-b'))).toBe(2);
-  await expect.poll(() => pageB.evaluate(() => window.__outbox.outbox.entries.getSnapshot().map((e) => e.state))).toEqual(['sending', 'sending']);
+  await expect.poll(() => statesOf(pageB)).toEqual([
+    ['sending', 1],
+    ['sending', 1],
+  ]);
 
   mode = 'up';
   await pageA.close();
@@ -191,12 +201,12 @@ test('offline: no request until the browser is back online, then sent at once', 
   await openOutbox(page, 'offline', 'only');
   await context.setOffline(true);
   await expect.poll(() => page.evaluate(() => window.__outbox.diagnostics.filter((d) => d.type === 'network').map((d) => d.online))).toEqual([false]);
-  const operationId = await enqueue(page, 'conv-offline', 'written offline');
+  const operationId = await send(page, 'conv-offline', 'written offline');
   // A bounded window in which an attempt would have shown up (it fails at once offline).
   await page.waitForTimeout(500);
   expect(await countOf(page, 'submit')).toBe(0);
   expect(posts).toEqual([]);
-  expect(await page.evaluate(() => window.__outbox.outbox.entries.getSnapshot().map((e) => [e.state, e.attempts]))).toEqual([['queued', 0]]);
+  expect(await statesOf(page)).toEqual([['queued', 0]]);
 
   await context.setOffline(false);
   await expect.poll(() => acceptedOf(page)).toEqual([{ operationId, turnId: expect.any(String) }]);
