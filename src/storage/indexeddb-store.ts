@@ -162,6 +162,22 @@ function cleanChunk(record: TurnRecord, chunk: EventChunk): EventChunk {
   return { turnId: chunk.turnId, firstSeq: chunk.firstSeq, lastSeq: chunk.lastSeq, events: chunk.events };
 }
 
+/** Most events in one stored chunk record; a bigger chunk is stored as consecutive records. */
+const MAX_RECORD_EVENTS = 1024;
+/** Events cloned per task when a write holds many (about 2–3 ms of structured cloning). */
+const CLONE_SLICE_EVENTS = 1024;
+
+/** Cuts a chunk into records of at most {@link MAX_RECORD_EVENTS} consecutive events. */
+function splitChunk(chunk: EventChunk): EventChunk[] {
+  if (chunk.events.length <= MAX_RECORD_EVENTS) return [chunk];
+  const records: EventChunk[] = [];
+  for (let start = 0; start < chunk.events.length; start += MAX_RECORD_EVENTS) {
+    const events = chunk.events.slice(start, start + MAX_RECORD_EVENTS);
+    records.push({ turnId: chunk.turnId, firstSeq: chunk.firstSeq + start, lastSeq: chunk.firstSeq + start + events.length - 1, events });
+  }
+  return records;
+}
+
 function cleanOutbox(record: OutboxRecord): OutboxRecord {
   const key = typeof record?.operationId === 'string' ? record.operationId : undefined;
   const checked = checkRecord(outboxRecordSchema, record, 'outbox', key);
@@ -363,17 +379,34 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     if (items.length === 0) return;
     // The last row given for a turn wins: it is the newest state of that turn.
     const rows = new Map<string, TurnRecord>();
-    const chunks: EventChunk[] = [];
+    const records: EventChunk[] = [];
     for (const { record, chunk } of items) {
       const row = cleanTurn(record);
-      chunks.push(cleanChunk(row, chunk));
+      records.push(...splitChunk(cleanChunk(row, chunk)));
       rows.set(row.id, row);
     }
     await this.#run(['turns', 'chunks'], 'readwrite', 'write', async (tx) => {
       const chunkStore = tx.objectStore('chunks');
       const turnStore = tx.objectStore('turns');
+      // put() clones its value on the main thread. A burst can hand over tens of
+      // thousands of events at once; issuing them a slice per task (awaiting an
+      // IndexedDB request keeps the transaction open) keeps that off one long task.
+      let slice: EventChunk[] = [];
+      let sliceEvents = 0;
+      for (const record of records) {
+        if (sliceEvents + record.events.length > CLONE_SLICE_EVENTS && slice.length > 0) {
+          const ready = slice;
+          await allRequests((add) => {
+            for (const chunk of ready) add(chunkStore.put(chunk));
+          });
+          slice = [];
+          sliceEvents = 0;
+        }
+        slice.push(record);
+        sliceEvents += record.events.length;
+      }
       await allRequests((add) => {
-        for (const chunk of chunks) add(chunkStore.put(chunk));
+        for (const chunk of slice) add(chunkStore.put(chunk));
         for (const row of rows.values()) add(turnStore.put(row));
       });
     });

@@ -190,6 +190,24 @@ describe('createIndexedDbStore: round trips', () => {
     expect((await store.loadTurn('b'))?.events).toHaveLength(3);
   });
 
+  it('stores a huge chunk as records of at most 1 024 events, written slice by slice in one transaction', async () => {
+    const { store, factory } = makeStore();
+    await store.appendChunk(row('t1', { lastSeq: 3_000 }), chunk('t1', 1, 3_000));
+    expect(await rawCount(factory, store.databaseName, 'chunks')).toBe(3);
+    const loaded = await store.loadTurn('t1');
+    expect(loaded?.events.map((e) => e.seq)).toEqual(Array.from({ length: 3_000 }, (_, i) => i + 1));
+    expect(loaded?.skipped).toBeUndefined();
+  });
+
+  it('rolls back earlier slices when a later slice of the same write fails', async () => {
+    const { store, factory } = makeStore();
+    const big = chunk('t1', 1, 3_000);
+    (big.events[2_500] as unknown as { extra: unknown }).extra = () => 'not clonable';
+    expect((await rejection(store.appendChunk(row('t1', { lastSeq: 3_000 }), big))).code).toBe('invalid_argument');
+    expect(await rawCount(factory, store.databaseName, 'chunks')).toBe(0);
+    expect(await rawCount(factory, store.databaseName, 'turns')).toBe(0);
+  });
+
   it('folds a turn: chunks deleted, text on the row, other turns untouched', async () => {
     const { store, factory } = makeStore();
     await store.appendChunk(row('t1', { lastSeq: 300 }), chunk('t1', 1, 300));
