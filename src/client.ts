@@ -259,6 +259,7 @@ class Client implements LifelineClient {
     this.#followers.clear();
     this.#restored.clear();
     this.#turnBatcher.request();
+    await this.#outbox.clear();
     await this.#persistence.clear();
   }
 

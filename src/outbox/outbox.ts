@@ -120,6 +120,12 @@ export interface OutboxController {
   discard(operationId: string): Promise<void>;
   /** Loads what earlier pages left (emits `outbox-replay`) and starts sending it. Idempotent. */
   start(): Promise<void>;
+  /**
+   * Forgets every entry in memory and aborts this tab's requests (logout). Resolves once
+   * writes already on their way have landed, so the caller can then clear storage for
+   * good: nothing forgotten is written again.
+   */
+  clear(): Promise<void>;
   /** Aborts requests and timers and steps down as sender; storage keeps every entry. */
   dispose(): void;
 }
@@ -227,6 +233,8 @@ class Outbox implements OutboxController {
   /** Local writes per entry: a storage read that overlaps one must not undo it. */
   readonly #pendingWrites = new Map<string, number>();
   readonly #writeSerial = new Map<string, number>();
+  /** Storage writes on their way (clear() waits for them). */
+  readonly #writes = new Set<Promise<void>>();
   #serial = 0;
   /** Acceptances handed to `onAccepted`: offering (not settled yet) and settled. */
   readonly #offering = new Set<string>();
@@ -361,6 +369,12 @@ class Outbox implements OutboxController {
       this.#changed();
     });
     return this.#started;
+  }
+
+  async clear(): Promise<void> {
+    for (const operationId of [...this.#records.keys()]) this.#forget(operationId);
+    this.#changed();
+    await Promise.allSettled(this.#writes);
   }
 
   dispose(): void {
@@ -637,14 +651,20 @@ class Outbox implements OutboxController {
   /** Writes an entry; the write counts as "local" so an overlapping read cannot undo it. */
   async #write(record: OutboxRecord): Promise<void> {
     const id = record.operationId;
+    // Discarded or cleared: writing it would bring it back.
+    if (this.#tombstones.has(id)) return;
     this.#pendingWrites.set(id, (this.#pendingWrites.get(id) ?? 0) + 1);
     this.#writeSerial.set(id, ++this.#serial);
+    let put: Promise<void> | undefined;
     try {
-      await this.#storage.putOutbox(record);
+      put = this.#storage.putOutbox(record);
+      this.#writes.add(put);
+      await put;
       this.#announce({ type: 'changed' });
     } catch (error) {
       throw this.#storageTrouble(error, 'An outbox entry could not be written.');
     } finally {
+      if (put !== undefined) this.#writes.delete(put);
       const left = (this.#pendingWrites.get(id) ?? 1) - 1;
       if (left === 0) this.#pendingWrites.delete(id);
       else this.#pendingWrites.set(id, left);

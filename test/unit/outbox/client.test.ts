@@ -78,6 +78,18 @@ describe('conversation.send', () => {
     await expect(submission.accepted).rejects.toMatchObject({ code: 'cancelled' });
   });
 
+  it('clearStorage (logout) drops pending submissions: nothing is sent for them later', async () => {
+    const { client, ts } = await setup();
+    const submission = client.conversation('logout').send('written before logout');
+    await client.clearStorage();
+    await expect(submission.accepted).rejects.toMatchObject({ code: 'cancelled' });
+    expect(client.outbox.getSnapshot()).toEqual([]);
+    const after = client.conversation('logout').send('after logout');
+    await after.accepted;
+    const turns = (await (await fetch(`${ts.baseUrl}/conversations/logout/turns`)).json()) as { turns: unknown[] };
+    expect(turns.turns).toHaveLength(1);
+  });
+
   it('bad input throws invalid_argument from send', async () => {
     const { client } = await setup();
     expect(() => client.conversation('c').send(7 as unknown as string)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));

@@ -10,6 +10,7 @@ import {
   createFakeStorage,
   createRecorder,
   errorAnswer,
+  hang,
   settle,
   until,
   type Call,
@@ -336,6 +337,25 @@ describe('outbox (fake timers)', () => {
     await settle();
     expect(storage.rows.has(operationId)).toBe(false);
     expect(outbox.entries.getSnapshot()).toEqual([]);
+    expect(recorder.of('retry')).toHaveLength(0);
+  });
+
+  it('clear() forgets every entry, aborts this tab’s request and writes nothing again (logout)', async () => {
+    const { outbox, fetch, storage, recorder } = setup(hang);
+    const sending = outbox.enqueue('conv', 'in flight');
+    await until(() => fetch.calls.length === 1, 'in flight');
+    const queued = outbox.enqueue('other', 'queued');
+    const cleared = outbox.clear();
+    expect(outbox.entries.getSnapshot()).toEqual([]);
+    expect(fetch.calls[0]?.signal.aborted).toBe(true);
+    // Then the caller clears storage; nothing of the forgotten entries comes back.
+    await cleared;
+    storage.rows.clear();
+    await settle();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(storage.rows.size).toBe(0);
+    expect(fetch.calls.map((c) => c.key)).toEqual([sending.operationId]);
+    expect(fetch.calls.some((c) => c.key === queued.operationId)).toBe(false);
     expect(recorder.of('retry')).toHaveLength(0);
   });
 
