@@ -168,6 +168,16 @@ function asStorageError(error: unknown, message: string): StorageError {
   return isStorageError(error) ? error : new StorageError('storage_write_failed', message, { cause: error });
 }
 
+/** `promise`, or the signal's reason once it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 function defaultNetwork(): NetworkMonitor | undefined {
   const scope = globalThis as { addEventListener?: unknown; removeEventListener?: unknown; navigator?: { onLine?: boolean } };
   if (typeof scope.addEventListener !== 'function' || typeof scope.removeEventListener !== 'function') return undefined;
@@ -549,7 +559,8 @@ class Outbox implements OutboxController {
   async #post(record: OutboxRecord, cancel: AbortSignal): Promise<AttemptOutcome> {
     const signal = AbortSignal.any([cancel, this.#disposed.signal, AbortSignal.timeout(this.#timeoutMs)]);
     try {
-      const own = typeof this.#headers === 'function' ? await this.#headers() : (this.#headers ?? {});
+      // The timeout covers a headers function (a token refresh) that never answers, too.
+      const own = typeof this.#headers === 'function' ? await untilAborted(Promise.resolve(this.#headers()), signal) : (this.#headers ?? {});
       const headers = new Headers(own);
       headers.set('content-type', 'application/json');
       headers.set('idempotency-key', record.operationId);
