@@ -130,9 +130,11 @@ export class TurnFollower implements Turn {
   #streamFailures = 0;
   #authRetried = false;
   #serverRetryMs: number | undefined;
-  #opened = false;
+  /** The last stream attempt ended by a cut (not by our own abort): the next open is a resume. */
+  #cut = false;
   #appliedOnConnection = 0;
-  #resumedAt: number | undefined;
+  /** Counting the burst a resumed connection delivers at once (its backlog). */
+  #resumeBurst: { at: number; events: number } | undefined;
 
   #watchdog: ReturnType<typeof setTimeout> | undefined;
   #watching: 'stream' | 'replay' | undefined;
@@ -429,12 +431,12 @@ export class TurnFollower implements Turn {
   }
 
   #onOpen(lastEventId: number): void {
-    const resumed = this.#opened && lastEventId > 0;
-    this.#opened = true;
+    const resumed = this.#cut && lastEventId > 0;
+    this.#cut = false;
     this.#authRetried = false;
     this.#emit({ type: 'open', turnId: this.id, status: 200 });
     if (lastEventId > 0) this.#emit({ type: 'resumed', turnId: this.id, fromSeq: lastEventId });
-    this.#resumedAt = resumed ? this.#deps.now() : undefined;
+    this.#resumeBurst = resumed ? { at: this.#deps.now(), events: 0 } : undefined;
     this.#setConnection({ state: 'open', attempt: this.#streamBackoff.attempt });
     if (this.#status === 'reconnecting') this.#setStatus(this.#liveStatus());
   }
@@ -456,8 +458,8 @@ export class TurnFollower implements Turn {
 
   async #afterAttempt(outcome: SseOutcome): Promise<void> {
     const healthy = this.#appliedOnConnection > 0;
-    if (this.#resumedAt !== undefined && healthy) this.#markRecovered('resume', this.#appliedOnConnection, this.#resumedAt);
-    this.#resumedAt = undefined;
+    this.#resumeBurst = undefined;
+    if (outcome.kind === 'closed' || outcome.kind === 'failed') this.#cut = true;
     if (!this.#active || this.#ended) return;
     if (healthy) this.#streamFailures = 0;
     switch (outcome.kind) {
@@ -498,7 +500,7 @@ export class TurnFollower implements Turn {
             this.#authOnce(error, 'stream');
             return;
           case 'rebuild':
-            this.#startRebuild(error);
+            this.#startRebuild();
             return;
           case 'fatal':
             this.#fail(error, 'stream', FOLD_CODES.has(error.code));
@@ -640,6 +642,7 @@ export class TurnFollower implements Turn {
             this.#emit({ type: 'auth-refresh', turnId: this.id });
             continue;
           case 'rebuild':
+            this.#emit({ type: 'protocol-error', turnId: this.id, error: failure.error });
             this.#resetState();
             continue;
           case 'fatal':
@@ -649,6 +652,7 @@ export class TurnFollower implements Turn {
       }
       if (!this.#active) return;
       this.#markRecovered('replay', applied);
+      this.#cut = false;
       this.#streamFailures = 0;
       this.#cleanCloses = 0;
       if (!this.#ended) {
@@ -752,6 +756,7 @@ export class TurnFollower implements Turn {
     this.#heardAny = true;
     if (source === 'stream') {
       this.#appliedOnConnection += 1;
+      if (this.#resumeBurst !== undefined) this.#countResumeBurst(this.#resumeBurst);
       if (this.#status !== 'streaming') this.#setStatus('streaming');
       if (this.#connection.attempt !== 0) this.#setConnection({ state: 'open', attempt: 0 });
     }
@@ -801,8 +806,7 @@ export class TurnFollower implements Turn {
   }
 
   /** Throws the local copy away and replays the whole log (once per turn). */
-  #startRebuild(cause?: LifelineError): void {
-    if (cause !== undefined) this.#emit({ type: 'protocol-error', turnId: this.id, error: cause });
+  #startRebuild(): void {
     this.#rebuilt = true;
     this.#resetState();
     this.#requestReplay({ reason: 'rebuild' });
@@ -858,6 +862,20 @@ export class TurnFollower implements Turn {
     for (const queue of this.#iterators) queue.end();
     this.#iterators.clear();
     this.#resolveCompleted(this.getSnapshot());
+  }
+
+  /**
+   * A resumed connection first delivers what was logged while the client was away, in
+   * one burst (one network chunk, parsed in one task); that burst is what `resume`
+   * recovered. Events after it are just live.
+   */
+  #countResumeBurst(burst: { at: number; events: number }): void {
+    burst.events += 1;
+    if (burst.events > 1) return;
+    queueMicrotask(() => {
+      if (this.#resumeBurst === burst) this.#resumeBurst = undefined;
+      this.#markRecovered('resume', burst.events, burst.at);
+    });
   }
 
   #markRecovered(path: RecoveryPath, events: number, at = this.#deps.now()): void {

@@ -55,3 +55,33 @@ export function follow(baseUrl: string, turnId: string, options: Partial<Lifelin
 export function range(n: number): number[] {
   return Array.from({ length: n }, (_, index) => index + 1);
 }
+
+/**
+ * A fetch that counts response bytes the client has read. A macrotask that sees the
+ * count grow knows the client has also parsed those bytes (that happens in the same
+ * microtask chain), which lets fake-timer tests wait on the client without sleeping.
+ */
+export function countingFetch(): { fetch: typeof fetch; bytes(): number } {
+  let bytes = 0;
+  return {
+    async fetch(input, init) {
+      const response = await fetch(input, init);
+      if (response.body === null || response.status === 204) return response;
+      const reader = response.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { done, value } = await reader.read();
+          if (done) {
+            controller.close();
+            return;
+          }
+          bytes += value.byteLength;
+          controller.enqueue(value);
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    },
+    bytes: () => bytes,
+  };
+}
