@@ -661,7 +661,8 @@ export class TurnFollower implements Turn {
       }
     } finally {
       this.#inReplay = false;
-      this.#releaseReplayWaiters();
+      // An ended turn is released once settled (verified), so `recover()` answers final snapshots.
+      if (!this.#ended) this.#releaseReplayWaiters();
     }
   }
 
@@ -1036,6 +1037,8 @@ function errorFromRecord(json: NonNullable<TurnRecord['error']>): LifelineError 
 /** A pull queue behind one `for await` over a turn's events. */
 class EventQueue implements AsyncIterator<TurnEvent> {
   readonly #items: TurnEvent[] = [];
+  /** Each seq is yielded once, even when an integrity rebuild applies the log again. */
+  #lastSeq = 0;
   #waiting: ((result: IteratorResult<TurnEvent>) => void) | undefined;
   #ended = false;
   readonly #onReturn: () => void;
@@ -1045,7 +1048,8 @@ class EventQueue implements AsyncIterator<TurnEvent> {
   }
 
   push(event: TurnEvent): void {
-    if (this.#ended) return;
+    if (this.#ended || event.seq <= this.#lastSeq) return;
+    this.#lastSeq = event.seq;
     const waiting = this.#waiting;
     if (waiting !== undefined) {
       this.#waiting = undefined;

@@ -1,0 +1,343 @@
+/**
+ * The client's persistence: batched chunk writes (one call per flush for every turn),
+ * flush on pagehide/hidden, fold at the end, retention sweep, storage failing mid-session
+ * (degrade once, keep streaming), and start-up from storage before any network.
+ */
+import './support/dom-shim.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLifeline } from '../../../src/client.js';
+import { StorageError } from '../../../src/errors.js';
+import type { TurnEvent } from '../../../src/protocol/schemas.js';
+import { createMemoryStore, type MemoryStore } from '../../../src/storage/memory-store.js';
+import { createPersistence } from '../../../src/storage/persistence.js';
+import type { EventChunk, Store, TurnRecord } from '../../../src/storage/store.js';
+import type { Diagnostic, TurnSnapshot } from '../../../src/types.js';
+import { textAgent } from '../../fixtures/agents.js';
+import { replayAll, startTestServer, submitMessage, textOf, waitForTurnEnd } from '../../fixtures/server.js';
+import { FAST_RETRY, follow, range } from './support/follow.js';
+import { buildLog, sse, startScriptedServer, TURN } from './support/scripted-server.js';
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+});
+
+type Call = { method: 'appendChunks' | 'appendChunk' | 'foldTurn' | 'putTurn'; items: number };
+
+/** A memory store that records its write calls (and can lack the batch method). */
+function recordingStore(options: { batch?: boolean } = {}): { store: Store; inner: MemoryStore; calls: Call[] } {
+  const inner = createMemoryStore();
+  const calls: Call[] = [];
+  const store: Store = {
+    ...inner,
+    kind: 'recording',
+    appendChunk: (record, chunk) => {
+      calls.push({ method: 'appendChunk', items: 1 });
+      return inner.appendChunk(record, chunk);
+    },
+    foldTurn: (record) => {
+      calls.push({ method: 'foldTurn', items: 1 });
+      return inner.foldTurn(record);
+    },
+    putTurn: (record) => {
+      calls.push({ method: 'putTurn', items: 1 });
+      return inner.putTurn(record);
+    },
+  };
+  if (options.batch !== false) {
+    store.appendChunks = (items) => {
+      calls.push({ method: 'appendChunks', items: items.length });
+      return inner.appendChunks(items);
+    };
+  } else {
+    delete store.appendChunks;
+  }
+  return { store, inner, calls };
+}
+
+function delta(turnId: string, seq: number, text: string): TurnEvent {
+  return { turnId, seq, type: 'delta', text };
+}
+
+function persistenceOver(store: Store, diagnostics: Diagnostic[] = []) {
+  const persistence = createPersistence({
+    store,
+    memoryByChoice: false,
+    flushMs: 16,
+    flushEvents: 256,
+    retentionMs: 1000,
+    now: Date.now,
+    emit: (diagnostic) => diagnostics.push(diagnostic),
+  });
+  for (const id of ['turn_a', 'turn_b']) persistence.track(id, () => ({ conversationId: 'conv_1', status: 'streaming', createdAt: 1 }));
+  return persistence;
+}
+
+describe('batched writes', () => {
+  it('writes one chunk per turn per flush, all turns in one appendChunks call, after flushMs', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const { store, inner, calls } = recordingStore();
+    const persistence = persistenceOver(store);
+    await persistence.open();
+    for (let seq = 1; seq <= 10; seq++) {
+      persistence.append('turn_a', delta('turn_a', seq, `a${seq}`));
+      persistence.append('turn_b', delta('turn_b', seq, `b${seq}`));
+    }
+    await vi.advanceTimersByTimeAsync(15);
+    expect(calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    await persistence.flush();
+    expect(calls).toEqual([{ method: 'appendChunks', items: 2 }]);
+    const loaded = await inner.loadTurn('turn_a');
+    expect(loaded?.events.map((event) => event.seq)).toEqual(range(10));
+    expect(loaded?.record.lastSeq).toBe(10);
+  });
+
+  it('flushes at once when flushEvents are buffered, without waiting for the timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const { store, calls } = recordingStore();
+    const persistence = persistenceOver(store);
+    await persistence.open();
+    for (let seq = 1; seq <= 256; seq++) persistence.append('turn_a', delta('turn_a', seq, 'x'));
+    await expect.poll(() => calls).toEqual([{ method: 'appendChunks', items: 1 }]);
+  });
+
+  it('falls back to one appendChunk per turn on a store without the batch method, and keeps chunks contiguous', async () => {
+    const { store, inner, calls } = recordingStore({ batch: false });
+    const persistence = persistenceOver(store);
+    await persistence.open();
+    persistence.append('turn_a', delta('turn_a', 1, 'a'));
+    persistence.append('turn_a', delta('turn_a', 2, 'b'));
+    // seq 3 was an unknown event type: skipped, so the run splits.
+    persistence.append('turn_a', delta('turn_a', 4, 'd'));
+    persistence.append('turn_b', delta('turn_b', 1, 'x'));
+    await persistence.flush();
+    expect(calls).toEqual([
+      { method: 'appendChunk', items: 1 },
+      { method: 'appendChunk', items: 1 },
+      { method: 'appendChunk', items: 1 },
+    ]);
+    // Stored chunks are contiguous; a load stops at the hole so the client refetches from there.
+    expect((await inner.loadTurn('turn_a'))?.events.map((event) => event.seq)).toEqual([1, 2]);
+  });
+});
+
+describe('storage failing mid-session (rows 27, 28)', () => {
+  function flakyStore(failFrom: number, failOpen = false): { store: Store; writes: () => number } {
+    const inner = createMemoryStore();
+    let writes = 0;
+    const quota = (): never => {
+      throw new StorageError('storage_quota_exceeded', 'The storage quota is exhausted.');
+    };
+    const store: Store = {
+      ...inner,
+      kind: 'flaky',
+      open: () => (failOpen ? Promise.reject(new StorageError('storage_unavailable', 'No IndexedDB here.')) : inner.open()),
+      appendChunks: async (items: readonly { record: TurnRecord; chunk: EventChunk }[]) => {
+        writes += 1;
+        if (writes >= failFrom) quota();
+        return inner.appendChunks(items);
+      },
+      foldTurn: async (record) => {
+        writes += 1;
+        if (writes >= failFrom) quota();
+        return inner.foldTurn(record);
+      },
+    };
+    return { store, writes: () => writes };
+  }
+
+  it('switches to memory once, reports it once, keeps streaming, and never rejects unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    cleanup.push(() => void process.off('unhandledRejection', onUnhandled));
+    const server = await startTestServer({ agent: textAgent('日本語 and emoji 😀 '.repeat(40), { chunk: 2 }) });
+    cleanup.push(() => server.close());
+    const answer = await submitMessage(server.baseUrl, 'conv_quota', 'go');
+    const { store, writes } = flakyStore(3);
+    const diagnostics: Diagnostic[] = [];
+    const client = createLifeline({ baseUrl: server.baseUrl, storage: store, flushEvents: 4, retry: FAST_RETRY, onDiagnostic: (d) => diagnostics.push(d) });
+    cleanup.push(() => client.dispose());
+    const final = await client.turn(answer.turnId).completed;
+    const { events } = await replayAll(server.baseUrl, answer.turnId);
+    expect(final.text).toBe(textOf(events));
+    expect(writes()).toBeGreaterThanOrEqual(3);
+    const status = client.storageStatus.getSnapshot();
+    expect(status).toEqual(expect.objectContaining({ state: 'degraded', kind: 'flaky' }));
+    expect(status.cause?.code).toBe('storage_quota_exceeded');
+    const storage = diagnostics.filter((d): d is Extract<Diagnostic, { type: 'storage' }> => d.type === 'storage');
+    expect(storage.map((d) => d.status.state)).toEqual(['ok', 'degraded']);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('works in memory when the store cannot open, with one diagnostic, and routes the outbox there too', async () => {
+    const server = await startTestServer({ agent: textAgent('fine') });
+    cleanup.push(() => server.close());
+    const answer = await submitMessage(server.baseUrl, 'conv_noidb', 'go');
+    const { store } = flakyStore(Number.POSITIVE_INFINITY, true);
+    const diagnostics: Diagnostic[] = [];
+    const client = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY, onDiagnostic: (d) => diagnostics.push(d) });
+    cleanup.push(() => client.dispose());
+    await client.ready;
+    expect(client.storageStatus.getSnapshot()).toEqual(expect.objectContaining({ state: 'degraded' }));
+    expect(diagnostics.filter((d) => d.type === 'storage')).toHaveLength(1);
+    expect((await client.turn(answer.turnId).completed).text).toBe('fine');
+    const outbox = (client as unknown as { outboxStorage: Pick<Store, 'putOutbox' | 'loadOutbox'> }).outboxStorage;
+    const record = { operationId: 'op_0123456789abcdef', conversationId: 'conv_noidb', content: 'hi', createdAt: 1, order: 1, attempts: 0, nextAttemptAt: 1, state: 'queued' as const };
+    await outbox.putOutbox(record);
+    expect((await outbox.loadOutbox()).items).toEqual([record]);
+  });
+});
+
+describe('flush triggers and the end of a turn', () => {
+  it('flushes on pagehide and on visibilitychange to hidden', async () => {
+    const page = new EventTarget();
+    const documentTarget = new EventTarget();
+    const scope = globalThis as unknown as Record<string, unknown>;
+    const previousDocument = scope['document'];
+    scope['addEventListener'] = page.addEventListener.bind(page);
+    scope['removeEventListener'] = page.removeEventListener.bind(page);
+    const fakeDocument = {
+      hidden: false,
+      visibilityState: 'visible',
+      addEventListener: documentTarget.addEventListener.bind(documentTarget),
+      removeEventListener: documentTarget.removeEventListener.bind(documentTarget),
+    };
+    scope['document'] = fakeDocument;
+    cleanup.push(() => {
+      delete scope['addEventListener'];
+      delete scope['removeEventListener'];
+      scope['document'] = previousDocument;
+    });
+
+    const log = await buildLog(['a', 'b', 'c', 'd']);
+    let write: ((events: TurnEvent[]) => void) | undefined;
+    const server = await startScriptedServer({
+      log,
+      stream: ({ res }) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        write = (events) => res.write(events.map(sse).join(''));
+        write(log.slice(0, 2));
+        return undefined;
+      },
+    });
+    cleanup.push(() => server.close());
+    // A flush timer that never fires within the test: only the page events can flush.
+    const followed = follow(server.baseUrl, TURN, { flushMs: 3_600_000 });
+    cleanup.push(() => followed.client.dispose());
+    await expect.poll(() => followed.turn.getSnapshot().lastSeq).toBe(2);
+    expect((await followed.store.loadTurn(TURN))?.events ?? []).toEqual([]);
+    page.dispatchEvent(new Event('pagehide'));
+    await expect.poll(async () => (await followed.store.loadTurn(TURN))?.events.length).toBe(2);
+
+    write?.(log.slice(2, 4));
+    await expect.poll(() => followed.turn.getSnapshot().lastSeq).toBe(4);
+    fakeDocument.visibilityState = 'hidden';
+    documentTarget.dispatchEvent(new Event('visibilitychange'));
+    await expect.poll(async () => (await followed.store.loadTurn(TURN))?.events.length).toBe(4);
+  });
+
+  it('folds the turn at its end: text and actions in the row, no chunks left', async () => {
+    const log = await buildLog(['Hel', { action: { callId: 'c1', name: 'propose_personas', status: 'completed', output: [1, 2] } }, 'lo']);
+    const server = await startScriptedServer({ log });
+    cleanup.push(() => server.close());
+    const followed = follow(server.baseUrl, TURN);
+    cleanup.push(() => followed.client.dispose());
+    await followed.turn.completed;
+    await expect.poll(async () => (await followed.store.loadTurn(TURN))?.record).toEqual(
+      expect.objectContaining({ status: 'complete', text: 'Hello', lastSeq: log.length, actions: [expect.objectContaining({ callId: 'c1', output: [1, 2] })] }),
+    );
+    expect((await followed.store.loadTurn(TURN))?.events).toEqual([]);
+  });
+
+  it('sweeps ended turns older than retentionMs at start', async () => {
+    const store = createMemoryStore();
+    const now = Date.now();
+    const ended = (id: string, endedAt: number): TurnRecord => ({ id, conversationId: 'c', status: 'complete', lastSeq: 2, createdAt: endedAt, updatedAt: endedAt, endedAt, text: 'x', actions: [] });
+    await store.putTurn(ended('old_turn', now - 10_000));
+    await store.putTurn(ended('new_turn', now - 10));
+    const client = createLifeline({ baseUrl: 'http://127.0.0.1:9/api', storage: store, retentionMs: 5_000 });
+    cleanup.push(() => client.dispose());
+    await client.ready;
+    await expect.poll(async () => (await store.loadTurns()).items.map((record) => record.id)).toEqual(['new_turn']);
+  });
+});
+
+describe('start-up from storage (row 20, issue 5)', () => {
+  it('shows stored text before any request, then resumes from the stored lastSeq (path reload)', async () => {
+    const log = await buildLog(['Hel', 'lo ', '世界', '😀']);
+    const store = createMemoryStore();
+    const record: TurnRecord = { id: TURN, conversationId: 'conv_1', status: 'streaming', lastSeq: 3, createdAt: 1, updatedAt: 1 };
+    await store.appendChunk(record, { turnId: TURN, firstSeq: 1, lastSeq: 3, events: log.slice(0, 3) });
+    const server = await startScriptedServer({ log });
+    cleanup.push(() => server.close());
+    let atFirstRequest: readonly TurnSnapshot[] | undefined;
+    const client = createLifeline({
+      baseUrl: server.baseUrl,
+      storage: store,
+      retry: FAST_RETRY,
+      fetch: (input, init) => {
+        atFirstRequest ??= client.turns.getSnapshot();
+        return fetch(input, init);
+      },
+    });
+    cleanup.push(() => client.dispose());
+    await client.ready;
+    expect(client.turns.getSnapshot().map((turn) => turn.text)).toEqual(['Hello ']);
+    const turn = client.turn(TURN);
+    expect(turn.getSnapshot()).toEqual(expect.objectContaining({ text: 'Hello ', lastSeq: 3, recovered: expect.objectContaining({ path: 'reload', events: 3 }) }));
+    const final = await turn.completed;
+    expect(atFirstRequest?.map((snapshot) => snapshot.text)).toEqual(['Hello ']);
+    expect(final.text).toBe('Hello 世界😀');
+    expect(final.recovered?.path).not.toBe('resume');
+    expect(server.streams[0]?.cursor).toBe('3');
+    // Recovery of the conversation ran by itself at start: its list endpoint was asked.
+    expect(server.requests.some((request) => request.kind === 'list')).toBe(true);
+  });
+
+  it('serves a stored ended turn from storage without any request', async () => {
+    const store = createMemoryStore();
+    const now = Date.now();
+    await store.foldTurn({ id: TURN, conversationId: 'conv_1', status: 'complete', lastSeq: 5, createdAt: now, updatedAt: now, endedAt: now, text: 'stored answer', actions: [] });
+    const requests: string[] = [];
+    const client = createLifeline({
+      baseUrl: 'http://127.0.0.1:9/api',
+      storage: store,
+      fetch: (input) => {
+        requests.push(String(input));
+        return Promise.reject(new Error('no network in this test'));
+      },
+    });
+    cleanup.push(() => client.dispose());
+    const final = await client.turn(TURN).completed;
+    expect(final).toEqual(expect.objectContaining({ status: 'complete', text: 'stored answer', lastSeq: 5 }));
+    expect(requests).toEqual([]);
+  });
+
+  it('recover() after storage was cleared finds and replays the conversation\'s turns', async () => {
+    const server = await startTestServer({ agent: textAgent('Answer with 日本語 and 😀.') });
+    cleanup.push(() => server.close());
+    const first = await submitMessage(server.baseUrl, 'conv_lost', 'one');
+    const second = await submitMessage(server.baseUrl, 'conv_lost', 'two');
+    await waitForTurnEnd(server.log, first.turnId);
+    await waitForTurnEnd(server.log, second.turnId);
+    const before = follow(server.baseUrl, first.turnId);
+    await before.turn.completed;
+    await before.client.clearStorage();
+    expect((await before.store.loadTurns()).items).toEqual([]);
+    before.client.dispose();
+
+    const client = createLifeline({ baseUrl: server.baseUrl, storage: before.store, retry: FAST_RETRY });
+    cleanup.push(() => client.dispose());
+    const recovered = await client.recover('conv_lost');
+    expect(recovered.map((turn) => turn.id).sort()).toEqual([first.turnId, second.turnId].sort());
+    for (const turn of recovered) {
+      const { events } = await replayAll(server.baseUrl, turn.id);
+      expect(turn).toEqual(expect.objectContaining({ status: 'complete', text: textOf(events), recovered: expect.objectContaining({ path: 'replay' }) }));
+    }
+    expect(client.turns.getSnapshot()).toHaveLength(2);
+  });
+});

@@ -1,0 +1,23 @@
+/**
+ * The client entry must import (and a client must be creatable) where there is no
+ * browser at all: server-side rendering, Node. This file deliberately does not load
+ * the DOM stand-ins the other client tests use.
+ */
+import { describe, expect, it } from 'vitest';
+
+describe('server-side rendering', () => {
+  it('imports the entry and creates a client without touching browser globals', async () => {
+    const scope = globalThis as Record<string, unknown>;
+    expect(scope['window']).toBeUndefined();
+    expect(scope['document']).toBeUndefined();
+    const lifeline = await import('../../../src/index.js');
+    const client = lifeline.createLifeline({ baseUrl: '/api' });
+    await client.ready;
+    // No IndexedDB in Node: memory, said once.
+    expect(client.storageStatus.getSnapshot()).toEqual(expect.objectContaining({ state: 'degraded', kind: 'indexeddb' }));
+    expect(client.turns.getSnapshot()).toEqual([]);
+    client.dispose();
+    expect(scope['window']).toBeUndefined();
+    expect(scope['document']).toBeUndefined();
+  });
+});
