@@ -63,14 +63,16 @@ function rewriteEvents(body: ReadableStream<Uint8Array>, fault: Fault, book: Fau
 }
 
 export interface InjectorLog {
-  /** Stream requests seen per turn id (the proxy matches connections to them). */
   streams: number;
   replays: number;
   submits: number;
 }
 
-/** Wraps `handler` with the soak's handler-level faults, driven by `book`. */
-export function withInjectedFaults(handler: FetchHandler, book: FaultBook, stats: InjectorLog): FetchHandler {
+/**
+ * Wraps `handler` with the soak's handler-level faults, driven by `book`. `rewrites`
+ * holds the duplicate/gap fault the proxy's plan picked for a turn's next stream request.
+ */
+export function withInjectedFaults(handler: FetchHandler, book: FaultBook, stats: InjectorLog, rewrites: Map<string, Fault>): FetchHandler {
   return async (request) => {
     const path = new URL(request.url).pathname;
     if (request.method === 'POST' && SUBMIT_PATH.test(path)) {
@@ -90,15 +92,15 @@ export function withInjectedFaults(handler: FetchHandler, book: FaultBook, stats
     const stream = request.method === 'GET' ? STREAM_PATH.exec(path) : null;
     if (stream) {
       stats.streams++;
+      const fault = rewrites.get(stream[1]!);
+      rewrites.delete(stream[1]!);
       const response = await handler(request);
-      const fault = response.status === 200 && response.body ? book.takeStream(stream[1]!) : undefined;
       if (!fault) return response;
-      if (fault.kind !== 'duplicate-seq' && fault.kind !== 'gap-seq') {
-        // A byte-level fault: the proxy acts on this connection (see soak.ts).
+      if (response.status !== 200 || !response.body) {
         book.giveBack(fault);
         return response;
       }
-      return new Response(rewriteEvents(response.body!, fault, book, () => book.fired(fault)), {
+      return new Response(rewriteEvents(response.body, fault, book, () => book.fired(fault)), {
         status: response.status,
         headers: response.headers,
       });

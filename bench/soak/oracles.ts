@@ -39,6 +39,17 @@ export interface AttachRecord {
   baseline: number;
 }
 
+/** A followed turn's state jumped to `seq` from storage (events another page applied and stored). */
+export interface RestoreRecord {
+  tab: string;
+  session: number;
+  turnId: string;
+  seq: number;
+}
+
+/** The page's log of one turn, in the order it happened. */
+export type FollowRecord = ({ k: 'attach' } & AttachRecord) | ({ k: 'restored' } & RestoreRecord) | ({ k: 'applied' } & AppliedRecord);
+
 export interface J0Counts {
   lost: number;
   duplicated: number;
@@ -52,38 +63,44 @@ export interface J0Result extends J0Counts {
 }
 
 /**
- * J0 for one turn. Within each (tab, session) the applied seqs must continue the
- * session's baseline one by one: a seq at or below one already applied is a duplicate
- * (or out of order when it was never applied), a jump is lost events. Across the
- * primary tab's sessions, its last session must reach the server's last seq. Every
- * applied event must equal the server's event at that seq (else unexpected).
+ * J0 for one turn, over its records in the order each page made them. Within each
+ * (tab, session) the applied seqs must continue the session's state one by one (its
+ * state starts at the attach baseline and may jump ahead from storage): a seq at or
+ * below one already held is a duplicate (out of order when it filled a hole), a jump
+ * is lost events. Some session of the primary tab must reach the server's last seq.
+ * Every applied event must equal the server's event at that seq (else unexpected).
  */
-export function checkJ0(
-  serverEvents: readonly TurnEvent[],
-  attaches: readonly AttachRecord[],
-  applied: readonly AppliedRecord[],
-  primaryTab: string,
-): J0Result {
+export function checkJ0(serverEvents: readonly TurnEvent[], records: readonly FollowRecord[], primaryTab: string): J0Result {
   const result: J0Result = { lost: 0, duplicated: 0, outOfOrder: 0, unexpected: 0, notes: [] };
   const note = (text: string) => {
     if (result.notes.length < 5) result.notes.push(text);
   };
   const bySeq = new Map(serverEvents.map((event) => [event.seq, canonicalJson(event)]));
   const lastSeq = serverEvents.at(-1)?.seq ?? 0;
-  const sessionKey = (tab: string, session: number) => `${tab}#${session}`;
-  const sessions = new Map<string, { tab: string; session: number; cursor: number; seen: Set<number> }>();
-  for (const attach of attaches) {
-    const key = sessionKey(attach.tab, attach.session);
-    if (!sessions.has(key)) sessions.set(key, { tab: attach.tab, session: attach.session, cursor: attach.baseline, seen: new Set() });
-  }
-  for (const record of applied) {
-    const key = sessionKey(record.tab, record.session);
+  /** Per session: the seq its state has reached, and the seqs below it it jumped over. */
+  const sessions = new Map<string, { tab: string; session: number; cursor: number; holes: Set<number> }>();
+  for (const record of records) {
+    const key = `${record.tab}#${record.session}`;
     let state = sessions.get(key);
+    if (record.k === 'attach') {
+      if (!state) sessions.set(key, { tab: record.tab, session: record.session, cursor: record.baseline, holes: new Set() });
+      continue;
+    }
     if (!state) {
-      // Applied without an attach record: count from nothing.
-      state = { tab: record.tab, session: record.session, cursor: 0, seen: new Set() };
+      state = { tab: record.tab, session: record.session, cursor: 0, holes: new Set() };
       sessions.set(key, state);
-      note(`${key}: applied seq ${record.seq} without an attach record`);
+      note(`${key}: ${record.k} seq ${record.seq} before any attach record`);
+    }
+    if (record.k === 'restored') {
+      // Storage holds everything up to its seq: holes below it are filled, not lost.
+      for (const hole of state.holes) {
+        if (hole <= record.seq) {
+          state.holes.delete(hole);
+          result.lost--;
+        }
+      }
+      state.cursor = Math.max(state.cursor, record.seq);
+      continue;
     }
     const expected = bySeq.get(record.seq);
     if (expected === undefined || expected !== record.event) {
@@ -91,29 +108,33 @@ export function checkJ0(
       note(`${key}: seq ${record.seq} ${expected === undefined ? 'is not in the server log' : 'differs from the server event'}`);
     }
     if (record.seq <= state.cursor) {
-      if (state.seen.has(record.seq) || record.seq <= (attaches.find((a) => sessionKey(a.tab, a.session) === key)?.baseline ?? 0)) {
-        result.duplicated++;
-        note(`${key}: seq ${record.seq} applied again (cursor ${state.cursor})`);
-      } else {
+      if (state.holes.delete(record.seq)) {
+        // Late, not lost: it came after a later seq.
+        result.lost--;
         result.outOfOrder++;
-        note(`${key}: seq ${record.seq} after ${state.cursor}`);
+        note(`${key}: seq ${record.seq} applied after ${state.cursor}`);
+      } else {
+        result.duplicated++;
+        note(`${key}: seq ${record.seq} applied again (held up to ${state.cursor})`);
       }
       continue;
     }
     if (record.seq > state.cursor + 1) {
+      for (let hole = state.cursor + 1; hole < record.seq; hole++) state.holes.add(hole);
       result.lost += record.seq - state.cursor - 1;
       note(`${key}: jumped from ${state.cursor} to ${record.seq}`);
     }
     state.cursor = record.seq;
-    state.seen.add(record.seq);
   }
-  const primary = [...sessions.values()].filter((s) => s.tab === primaryTab).sort((a, b) => a.session - b.session).at(-1);
-  if (!primary) {
+  // Some page load of the primary tab must have held the whole turn (a later load may
+  // simply show the folded turn from storage, which T= checks).
+  const reached = Math.max(-1, ...[...sessions.values()].filter((s) => s.tab === primaryTab).map((s) => s.cursor));
+  if (reached < 0) {
     result.lost += lastSeq;
     note(`tab ${primaryTab} never followed the turn`);
-  } else if (primary.cursor < lastSeq) {
-    result.lost += lastSeq - primary.cursor;
-    note(`${sessionKey(primary.tab, primary.session)} stopped at seq ${primary.cursor} of ${lastSeq}`);
+  } else if (reached < lastSeq) {
+    result.lost += lastSeq - reached;
+    note(`tab ${primaryTab} never got past seq ${reached} of ${lastSeq}`);
   }
   return result;
 }
