@@ -38,15 +38,22 @@ test('reload mid-stream: the partial text shows from storage before the stream r
   const turnId = (await turn.getAttribute('data-turn-id'))!;
 
   // Hold every request about this turn after the reload, so what shows first can only come from IndexedDB.
-  const held: (() => Promise<void>)[] = [];
-  await page.route(`**/api/turns/${turnId}**`, (route) => void held.push(() => route.continue()));
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let held = 0;
+  await page.route(`**/api/turns/${turnId}**`, async (route) => {
+    held += 1;
+    await gate;
+    // A request the page gave up on meanwhile is already settled; continuing it may throw.
+    await route.continue().catch(() => {});
+  });
   await page.reload();
   const restored = page.locator(`[data-turn-id="${turnId}"]`);
   await expect.poll(async () => (await turnText(restored)).length).toBeGreaterThan(0);
   const partial = await turnText(restored);
+  await expect.poll(() => held).toBeGreaterThan(0);
 
-  await page.unroute(`**/api/turns/${turnId}**`);
-  for (const release of held) await release();
+  release();
   const replay = await expectTurnMatchesServer(app, restored);
   expect(replay.text.startsWith(partial)).toBe(true);
 });

@@ -26,12 +26,22 @@ test('stall then recovery: the watchdog notices the silence and the turn complet
   await sendMessage(page, 'Give me a plan for learning to cook');
   const turn = lastTurn(page);
   await waitForStreaming(turn);
+  const turnId = (await turn.getAttribute('data-turn-id'))!;
 
+  // Recovery requests wait until the screenshot is taken, so it shows the app mid-recovery.
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  await page.route(`**/api/turns/${turnId}**`, async (route) => {
+    await gate;
+    await route.continue().catch(() => {});
+  });
   expect(app.lab.stall()).toBeGreaterThan(0);
   await expect(page.locator('[data-diagnostic="stalled"]').first()).toBeVisible();
+  await expect(turn).toHaveAttribute('data-status', /stalled|reconnecting|recovering/);
   const screenshot = await page.screenshot({ path: testInfo.outputPath('mid-recovery.png') });
   await testInfo.attach('mid-recovery', { body: screenshot, contentType: 'image/png' });
 
+  release();
   await expectTurnMatchesServer(app, turn);
 });
 
@@ -41,9 +51,9 @@ test('server restart mid-turn: backoff through refused connections, then resume 
   const turn = lastTurn(page);
   await waitForStreaming(turn);
 
-  await app.lab.down();
+  // The lab's button: the server answers, drops every connection and refuses new ones for 1.5 s.
+  await page.getByRole('button', { name: 'Restart server' }).click();
   await expect(page.locator('[data-diagnostic="retry"]').first()).toBeVisible();
-  await app.lab.up();
   await expectTurnMatchesServer(app, turn);
 });
 

@@ -1,12 +1,13 @@
+import type { Diagnostic } from 'lifeline';
 import { useLifelineDiagnostics } from 'lifeline/react';
 import { clock, describeDiagnostic } from './describe.js';
 
-/** Noise in a log meant for people: every stream opening is implied by what follows. */
-const QUIET = new Set(['open', 'duplicate']);
+/** Noise in a log meant for people: a stream opening is implied by what follows, and a recovery of nothing is no news. */
+const quiet = (d: Diagnostic): boolean => d.type === 'open' || d.type === 'duplicate' || (d.type === 'recovered' && d.events === 0);
 
 export function DiagnosticsPanel() {
   const diagnostics = useLifelineDiagnostics(200);
-  const shown = diagnostics.filter((d) => !QUIET.has(d.type)).slice(-60).reverse();
+  const shown = diagnostics.filter((d) => !quiet(d)).slice(-60).reverse();
   return (
     <section className="panel diagnostics" aria-label="Diagnostics">
       <header className="panel-header">

@@ -122,7 +122,7 @@ function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: ((
         ))}
         <div className="meta">
           <Chip tone={chip.tone}>{chip.label}</Chip>
-          {turn.recovered && (
+          {turn.recovered && turn.recovered.events > 0 && (
             <Chip tone="good">{`Recovered ${turn.recovered.events} tokens ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
           )}
           {turn.error && <span className="meta-note">{turn.error.message}</span>}
