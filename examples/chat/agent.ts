@@ -41,12 +41,15 @@ export function tokenize(text: string): string[] {
   return text.match(/\s*\S{1,6}|\s+$/gu) ?? [];
 }
 
-/** The subject of a request: what follows "for"/"about", else the message itself, trimmed. */
-function topicOf(text: string): string {
-  const match = /\b(?:for|about|on)\s+(.+)$/iu.exec(text.trim());
-  const topic = (match?.[1] ?? text).trim().replace(/[.?!]+$/u, '');
-  const short = topic.length > 60 ? `${topic.slice(0, 57)}…` : topic;
-  return short || 'your project';
+/**
+ * The subject of a request, good enough for a canned answer: what follows "for", "about"
+ * or "on", else what follows a verb like "plan" or "build", else a neutral "this".
+ */
+export function topicOf(text: string): string {
+  const sentence = text.trim().replace(/[.?!]+$/u, '');
+  const match = /\b(?:for|about|on)\s+(.+)$/iu.exec(sentence) ?? /\b(?:plan|launch|build|design|write|start|learn)\s+(.+)$/iu.exec(sentence);
+  const topic = match?.[1]?.trim() ?? 'this';
+  return topic.length > 60 ? `${topic.slice(0, 57)}…` : topic;
 }
 
 export function proposePersonas(topic: string): Persona[] {
@@ -77,7 +80,7 @@ const ANSWERS: readonly ((topic: string) => string)[] = [
     'Start with a one-page brief: the goal, the audience, and what "done" looks like. Share it early and invite disagreement. ' +
     'Then split the work into weekly slices, each one shippable on its own, so progress stays visible and reversible. ' +
     'Finally, schedule a review after the second slice to check the brief still holds — plans age faster than we expect. ' +
-    'Small, honest steps beat a perfect plan that never meets reality. ✨',
+    'Small, honest steps beat a perfect plan that never meets reality.',
 ];
 
 function hash(text: string): number {
