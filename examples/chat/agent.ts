@@ -104,14 +104,16 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /**
  * Creates the fake agent. Messages mentioning "persona" get a `propose_personas` action
- * whose `output` is a JSON list of `{ name, role, goal }`; messages starting with `/fail`
- * fail halfway, to show a failed turn.
+ * whose `output` is a JSON list of `{ name, role, goal }`. A message starting with `/fail`
+ * fails halfway the first time it is sent to a conversation, to show a failed turn and
+ * its Retry; sent again, it is answered.
  */
 export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
   const tokensPerSecond = options.tokensPerSecond ?? tokensPerSecondFromEnv();
   const interval = 1000 / tokensPerSecond;
+  const failedOnce = new Set<string>();
 
-  return async function* fakeAgent({ content, turnId, signal }) {
+  return async function* fakeAgent({ content, conversationId, turnId, signal }) {
     const text = messageText(content);
     const topic = topicOf(text);
     // Paced against the start time so slow event loops do not stretch the whole answer.
@@ -126,7 +128,9 @@ export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
       }
     }
 
-    if (/^\s*\/fail\b/iu.test(text)) {
+    const failKey = `${conversationId}\n${text}`;
+    if (/^\s*\/fail\b/iu.test(text) && !failedOnce.has(failKey)) {
+      failedOnce.add(failKey);
       yield* stream('Starting on that now. Looking up the details and drafting an answer for you');
       throw new Error('The fake agent was asked to fail.');
     }

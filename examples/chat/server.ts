@@ -100,7 +100,14 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
   const restartDownMs = options.restartDownMs ?? 3000;
   const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL']);
   const agent = createFakeAgent({ tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv() });
-  const handler = createLifelineHandler({ agent, store: log, basePath: '/api' });
+  const handler = createLifelineHandler({
+    agent,
+    store: log,
+    basePath: '/api',
+    // One line per failure: the fake agent fails on purpose (`/fail`), a stack trace would only shout.
+    onError: (error, { phase, turnId }) =>
+      console.warn(`[example] ${phase} error${turnId ? ` in turn ${turnId}` : ''}: ${error instanceof Error ? error.message : String(error)}`),
+  });
   const lab = createFaultLab();
   const api = toNodeListener(lab.wrap(handler));
 

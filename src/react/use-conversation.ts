@@ -1,12 +1,12 @@
-import { useCallback, useMemo } from 'react';
+import { useCallback, useMemo, useSyncExternalStore } from 'react';
 import type { MessageContent } from '../protocol/schemas.js';
-import type { Conversation, ConversationItem, ConversationSnapshot, Outbox, OutboxEntry, Submission } from '../types.js';
+import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, LifelineClient, Outbox, OutboxEntry, Submission } from '../types.js';
 import { useLifeline } from './context.js';
 import { lazyStore, useLazy } from './store.js';
 
 /**
  * One word for a conversation's connection badge, most urgent first:
- * - `offline`: the browser is offline (a live turn waits for the network);
+ * - `offline`: the browser is offline (as the client last reported it), or a live turn waits for the network;
  * - `failed`: a submission failed for good and needs Retry or discard;
  * - `recovering`: missing events are being fetched back (resume or replay);
  * - `reconnecting`: a stream dropped or stalled and a reconnect is scheduled or under way;
@@ -72,6 +72,26 @@ export interface UseConversationResult {
 }
 
 const EMPTY: readonly never[] = [];
+const online = (): boolean => true;
+
+/**
+ * Online as the client reports it (`network` diagnostics). The starting value is read on
+ * subscribe, which only happens in a browser after commit, never on the server.
+ */
+function networkStore(client: LifelineClient): ExternalStore<boolean> {
+  let isOnline = true;
+  return {
+    subscribe(onChange) {
+      isOnline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine !== false;
+      return client.diagnostics.subscribe((d) => {
+        if (d.type !== 'network' || d.online === isOnline) return;
+        isOnline = d.online;
+        onChange();
+      });
+    },
+    getSnapshot: () => isOnline,
+  };
+}
 
 /**
  * Reads and writes one conversation. Re-renders only when its snapshot or its outbox
@@ -87,7 +107,9 @@ export function useConversation(conversationId: string): UseConversationResult {
   const outboxStore = useMemo(() => lazyStore<Outbox, readonly OutboxEntry[]>(() => store.get().outbox), [store]);
   const messages = useLazy(store)?.items ?? EMPTY;
   const outbox = useLazy(outboxStore) ?? EMPTY;
-  const status = useMemo(() => conversationStatus(messages, outbox), [messages, outbox]);
+  const network = useMemo(() => networkStore(client), [client]);
+  const isOnline = useSyncExternalStore(network.subscribe, network.getSnapshot, online);
+  const status = useMemo(() => (isOnline ? conversationStatus(messages, outbox) : 'offline'), [isOnline, messages, outbox]);
   const send = useCallback((content: MessageContent) => store.get().send(content), [store]);
   const retry = useCallback((operationId: string) => outboxStore.get().retry(operationId), [outboxStore]);
   const discard = useCallback((operationId: string) => outboxStore.get().discard(operationId), [outboxStore]);

@@ -75,3 +75,14 @@ test('two tabs on one conversation show the same answer', async ({ context, app 
   // The second tab never submitted anything of its own.
   expect((await replayTurn(app, turnId!)).status).toBe('complete');
 });
+
+test('HTML in messages and answers is shown as text, never run', async ({ page, app }) => {
+  await openChat(page, app, uniqueConversation());
+  const hostile = 'Tell me about <img src=x onerror="window.__pwned=1"><b>bold</b>';
+  await sendMessage(page, hostile);
+  await expect(page.locator('[data-message-role="user"]').first()).toContainText(hostile);
+  const replay = await expectTurnMatchesServer(app, lastTurn(page));
+  expect(replay.text).toContain('<img src=x');
+  await expect(page.locator('[data-conversation-id] img, [data-conversation-id] b')).toHaveCount(0);
+  expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+});

@@ -1,11 +1,14 @@
 import {
   expect,
+  expectOutboxEmpty,
   expectTurnMatchesServer,
   lastTurn,
   openChat,
+  replayTurn,
   sendMessage,
   serverTurns,
   test,
+  turnText,
   uniqueConversation,
   waitForStreaming,
 } from './fixtures.js';
@@ -70,6 +73,7 @@ test('send while the server is down, then up: one turn per message (X1)', async 
 
   await expectTurnMatchesServer(app, lastTurn(page));
   expect(await serverTurns(app, conversationId)).toHaveLength(1);
+  await expectOutboxEmpty(page);
   await expect(page.locator('[data-message-role="assistant"]')).toHaveCount(1);
   await expect(page.locator('[data-message-role="user"]')).toHaveCount(1);
 });
@@ -83,6 +87,8 @@ test('503 with Retry-After on submit: retried with the same key, one turn (X1)',
   await expectTurnMatchesServer(app, lastTurn(page));
   expect(app.lab.state().failNextSubmissions).toBe(0);
   expect(await serverTurns(app, conversationId)).toHaveLength(1);
+  await expectOutboxEmpty(page);
+  await expect(page.locator('[data-diagnostic="retry"]').first()).toBeVisible();
 });
 
 test('offline from the fault lab: the message waits, then goes out once online (X1)', async ({ page, app }) => {
@@ -97,4 +103,25 @@ test('offline from the fault lab: the message waits, then goes out once online (
   await page.getByRole('button', { name: 'Go back online' }).click();
   await expectTurnMatchesServer(app, lastTurn(page));
   expect(await serverTurns(app, conversationId)).toHaveLength(1);
+  await expectOutboxEmpty(page);
+});
+
+test('a failed turn keeps its partial text (T=) and Retry sends the message again', async ({ page, app }) => {
+  const conversationId = uniqueConversation();
+  await openChat(page, app, conversationId);
+  await sendMessage(page, '/fail on purpose');
+  const failed = lastTurn(page);
+  await expect(failed).toHaveAttribute('data-status', 'failed');
+  const failedId = (await failed.getAttribute('data-turn-id'))!;
+  const replay = await replayTurn(app, failedId);
+  expect(replay.status).toBe('failed');
+  expect(await turnText(failed)).toBe(replay.text);
+
+  await failed.getByRole('button', { name: 'Retry' }).click();
+  await expect(page.locator('[data-message-role="assistant"][data-turn-id]')).toHaveCount(2);
+  const retried = lastTurn(page);
+  await expect(retried).not.toHaveAttribute('data-turn-id', failedId);
+  // The fake agent fails a message only the first time: the retry is answered in full.
+  await expectTurnMatchesServer(app, retried);
+  expect(await serverTurns(app, conversationId)).toHaveLength(2);
 });

@@ -93,6 +93,18 @@ export async function serverTurns(app: ExampleServer, conversationId: string): P
   return ((await response.json()) as { turns: { id: string; status: string }[] }).turns;
 }
 
+/** X1's second half: nothing is left pending or failed in the page's outbox. */
+export async function expectOutboxEmpty(page: Page): Promise<void> {
+  await expect
+    .poll(() =>
+      page.evaluate(() => {
+        const client = (window as unknown as { lifeline: { outbox: { getSnapshot(): readonly { state: string }[] } } }).lifeline;
+        return client.outbox.getSnapshot().filter((entry) => entry.state !== 'accepted').length;
+      }),
+    )
+    .toBe(0);
+}
+
 export function uniqueConversation(): string {
   return `e2e-${Math.random().toString(36).slice(2, 10)}`;
 }

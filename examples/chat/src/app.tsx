@@ -1,10 +1,9 @@
 import { useConversation, useStorageStatus, type ConversationStatus } from 'lifeline/react';
-import { useCallback, useState, useSyncExternalStore } from 'react';
+import { useCallback, useState } from 'react';
 import { Composer } from './composer.js';
 import { conversationFromUrl, loadConversations, newConversationId, saveConversations, showInUrl, type ConversationMeta } from './conversations.js';
 import { DiagnosticsPanel } from './diagnostics-panel.js';
 import { FaultLab } from './fault-lab.js';
-import { isLabOffline, subscribeLabOffline } from './lab-network.js';
 import { MessageList } from './messages.js';
 
 function initialConversations(): { list: ConversationMeta[]; current: string } {
@@ -27,10 +26,9 @@ const BADGES: Record<ConversationStatus, { label: string; tone: string }> = {
 };
 
 function ConnectionBadge({ status }: { status: ConversationStatus }) {
-  const offline = useSyncExternalStore(subscribeLabOffline, isLabOffline);
-  const badge = BADGES[offline ? 'offline' : status];
+  const badge = BADGES[status];
   return (
-    <span className={`badge badge-${badge.tone}`} data-connection={offline ? 'offline' : status} role="status" aria-label={`Connection: ${badge.label}`}>
+    <span className={`badge badge-${badge.tone}`} data-connection={status} role="status" aria-label={`Connection: ${badge.label}`}>
       <span className="dot" aria-hidden="true" />
       {badge.label}
     </span>

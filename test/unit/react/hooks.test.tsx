@@ -135,6 +135,12 @@ describe('useConversation', () => {
     act(() => conversation.store.set({ id: 'c1', items: [done] }));
     act(() => conversation.outboxStore.set([]));
     expect(result!.status).toBe('online');
+
+    // The browser going offline is news even with nothing in flight.
+    act(() => client.emit(network(false)));
+    expect(result!.status).toBe('offline');
+    act(() => client.emit(network(true)));
+    expect(result!.status).toBe('online');
   });
 });
 
