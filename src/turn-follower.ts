@@ -11,6 +11,7 @@ import { createBackoff, type Backoff, type RetryPolicy } from './core/backoff.js
 import { createBatcher, createEmitter, type Batcher } from './core/subscribable.js';
 import {
   applyEvent,
+  applyNext,
   classifyEvent,
   foldedTurnState,
   initialTurnState,
@@ -27,11 +28,12 @@ import {
   TransportError,
   type LifelineErrorCode,
 } from './errors.js';
-import { decodeEvent, type DecodeResult } from './protocol/decode.js';
+import type { DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
 import type { TurnEvent } from './protocol/schemas.js';
 import type { Persistence, TurnMeta } from './storage/persistence.js';
 import type { LoadedTurn, TurnRecord, TurnStatus } from './storage/store.js';
+import { decodeStreamEvent } from './transport/event-decoder.js';
 import { endpoint, type Failure } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
 import { fetchReplayPage } from './transport/replay.js';
@@ -446,7 +448,7 @@ export class TurnFollower implements Turn {
     this.#lastHeard = this.#deps.now();
     this.#heardAny = true;
     if (type === 'heartbeat') return;
-    const decoded = decodeEvent(data, { maxEventSize: this.#deps.maxEventSize });
+    const decoded = decodeStreamEvent(data, this.id, this.#deps.maxEventSize);
     if (decoded.kind === 'error') {
       // The stream is not trustworthy any more: drop it and come back through backoff.
       this.#streamFailure = { error: decoded.error, disposition: 'retry' };
@@ -748,10 +750,11 @@ export class TurnFollower implements Turn {
     }
   }
 
+  /** Hot path: `event` was classified `next`. */
   #apply(event: TurnEvent, source: Source): void {
-    this.#state = applyEvent(this.#state, event, this.#deps.reducerLimits);
+    this.#state = applyNext(this.#state, event);
     this.#deps.persistence.append(this.id, event);
-    for (const queue of this.#iterators) queue.push(event);
+    if (this.#iterators.size > 0) for (const queue of this.#iterators) queue.push(event);
     this.#streamBackoff.reset();
     this.#cleanCloses = 0;
     this.#heardAny = true;

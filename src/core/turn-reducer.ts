@@ -20,15 +20,15 @@ export interface TurnState {
   /** seq of the last applied event; 0 before any. */
   readonly lastSeq: number;
   readonly phase: TurnPhase;
-  readonly conversationId?: string;
-  readonly messageId?: string;
-  readonly createdAt?: string;
+  readonly conversationId: string | undefined;
+  readonly messageId: string | undefined;
+  readonly createdAt: string | undefined;
   /** Length of the text in UTF-16 code units (what `turn.end.textLength` counts). */
   readonly textLength: number;
   /** Actions by first appearance, each at its latest state. */
   readonly actions: readonly ActionState[];
   /** The `turn.end` event once applied. */
-  readonly end?: TurnEndEvent;
+  readonly end: TurnEndEvent | undefined;
   /** Shared append-only parts; only the first `partCount` belong to this state. */
   readonly parts: readonly string[];
   readonly partCount: number;
@@ -59,7 +59,40 @@ const NO_LIMITS: ReducerLimits = { maxTextLength: Number.POSITIVE_INFINITY };
 
 /** A fresh state for `turnId` with nothing applied. */
 export function initialTurnState(turnId: string): TurnState {
-  return { turnId, lastSeq: 0, phase: 'pending', textLength: 0, actions: [], parts: [], partCount: 0 };
+  return {
+    turnId,
+    lastSeq: 0,
+    phase: 'pending',
+    conversationId: undefined,
+    messageId: undefined,
+    createdAt: undefined,
+    textLength: 0,
+    actions: [],
+    end: undefined,
+    parts: [],
+    partCount: 0,
+  };
+}
+
+/**
+ * The next state. Every state is built by this one literal so all share one hidden
+ * class: V8 keeps the per-event allocation cheap (object spread over optional keys
+ * would not).
+ */
+function next(state: TurnState, changes: Partial<TurnState>): TurnState {
+  return {
+    turnId: state.turnId,
+    lastSeq: changes.lastSeq ?? state.lastSeq,
+    phase: changes.phase ?? state.phase,
+    conversationId: changes.conversationId ?? state.conversationId,
+    messageId: changes.messageId ?? state.messageId,
+    createdAt: changes.createdAt ?? state.createdAt,
+    textLength: changes.textLength ?? state.textLength,
+    actions: changes.actions ?? state.actions,
+    end: changes.end ?? state.end,
+    parts: changes.parts ?? state.parts,
+    partCount: changes.partCount ?? state.partCount,
+  };
 }
 
 /** Says what `event` is relative to `state`; never throws. */
@@ -78,32 +111,37 @@ export function classifyEvent(state: TurnState, event: TurnEvent, limits: Reduce
  */
 export function applyEvent(state: TurnState, event: TurnEvent, limits: ReducerLimits = NO_LIMITS): TurnState {
   if (classifyEvent(state, event, limits) !== 'next') return state;
+  return applyNext(state, event);
+}
+
+/**
+ * Applies an event already classified `next` by {@link classifyEvent} (the follower
+ * classifies first to report duplicates and gaps; this spares the second check).
+ */
+export function applyNext(state: TurnState, event: TurnEvent): TurnState {
   switch (event.type) {
     case 'turn.start':
-      return {
-        ...state,
+      return next(state, {
         lastSeq: event.seq,
         phase: 'streaming',
         conversationId: event.conversationId,
         messageId: event.messageId,
         createdAt: event.createdAt,
-      };
+      });
     case 'delta': {
-      if (event.text.length === 0) return { ...state, lastSeq: event.seq, phase: 'streaming' };
-      const parts = appendPart(state, event.text);
-      return {
-        ...state,
+      if (event.text.length === 0) return next(state, { lastSeq: event.seq, phase: 'streaming' });
+      return next(state, {
         lastSeq: event.seq,
         phase: 'streaming',
-        parts,
+        parts: appendPart(state, event.text),
         partCount: state.partCount + 1,
         textLength: state.textLength + event.text.length,
-      };
+      });
     }
     case 'action':
-      return { ...state, lastSeq: event.seq, phase: 'streaming', actions: upsertAction(state.actions, event) };
+      return next(state, { lastSeq: event.seq, phase: 'streaming', actions: upsertAction(state.actions, event) });
     case 'turn.end':
-      return { ...state, lastSeq: event.seq, phase: 'ended', end: event };
+      return next(state, { lastSeq: event.seq, phase: 'ended', end: event });
   }
 }
 
@@ -114,7 +152,7 @@ export function applyEvent(state: TurnState, event: TurnEvent, limits: ReducerLi
  */
 export function skipEvent(state: TurnState, seq: number): TurnState {
   if (state.phase === 'ended' || seq !== state.lastSeq + 1) return state;
-  return { ...state, lastSeq: seq };
+  return next(state, { lastSeq: seq });
 }
 
 /** Appends to the shared parts when this state owns their tail; copies on a fork. */
@@ -190,15 +228,14 @@ export interface FoldedTurnState {
 
 /** The state of an ended turn restored from its folded record (its events are gone). */
 export function foldedTurnState(turnId: string, folded: FoldedTurnState): TurnState {
-  return {
-    turnId,
+  return next(initialTurnState(turnId), {
     lastSeq: folded.lastSeq,
     phase: 'ended',
+    conversationId: folded.conversationId,
+    messageId: folded.messageId,
     textLength: folded.text.length,
     actions: folded.actions,
     parts: folded.text === '' ? [] : [folded.text],
     partCount: folded.text === '' ? 0 : 1,
-    ...(folded.conversationId === undefined ? {} : { conversationId: folded.conversationId }),
-    ...(folded.messageId === undefined ? {} : { messageId: folded.messageId }),
-  };
+  });
 }

@@ -34,7 +34,8 @@ export function createMemoryStore(): MemoryStore {
   const append = (record: TurnRecord, chunk: EventChunk): void => {
     turns.set(record.id, structuredClone(record));
     const list = chunks.get(chunk.turnId) ?? [];
-    list.push(structuredClone(chunk));
+    // Events are immutable once decoded: kept by reference (a copy per event costs more than the rest of the client).
+    list.push({ ...chunk, events: chunk.events.slice() });
     list.sort((a, b) => a.firstSeq - b.firstSeq);
     chunks.set(chunk.turnId, list);
   };
@@ -60,7 +61,7 @@ export function createMemoryStore(): MemoryStore {
       for (const chunk of chunks.get(turnId) ?? []) {
         // Like the IndexedDB store: stop at a hole so the client refetches instead of skipping it.
         if (chunk.firstSeq !== last + 1) break;
-        events.push(...structuredClone(chunk.events));
+        for (const event of chunk.events) events.push(event);
         last = chunk.lastSeq;
       }
       if (record.text === undefined) record.lastSeq = last;

@@ -108,6 +108,8 @@ class PersistenceImpl implements Persistence {
   #buffers = new Map<string, TurnEvent[]>();
   #buffered = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** A flush queued behind other writes and not started yet. */
+  #queuedFlush: Promise<void> | undefined;
   /** Every write runs after the previous one, so rows and chunks land in order. */
   #chain: Promise<unknown> = Promise.resolve();
   #disposed = false;
@@ -198,7 +200,14 @@ class PersistenceImpl implements Persistence {
       this.#timer = undefined;
     }
     if (this.#buffered === 0) return this.#chain.then(() => undefined);
-    return this.#serial((store) => this.#writeBuffered(store), undefined);
+    // One queued write takes everything buffered when it starts: never queue a second one behind it.
+    if (this.#queuedFlush !== undefined) return this.#queuedFlush;
+    const flushed = this.#serial(async (store) => {
+      if (this.#queuedFlush === flushed) this.#queuedFlush = undefined;
+      await this.#writeBuffered(store);
+    }, undefined);
+    this.#queuedFlush = flushed;
+    return flushed;
   }
 
   end(turnId: string, folded: FoldedTurn): Promise<void> {

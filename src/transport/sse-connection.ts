@@ -183,15 +183,47 @@ export interface FrameViolation {
 }
 
 /**
- * Tracks line and block sizes across chunks with native `indexOf` scans (the parser
- * walks every byte anyway; this must not double that cost). CR, LF and CRLF all end
- * a line; an empty line ends an event block.
+ * Tracks line and block sizes across chunks. CR, LF and CRLF all end a line; an empty
+ * line ends an event block. The parser walks every byte anyway, so this must not: a
+ * chunk smaller than both caps can only pass one through the line or block it carries
+ * over, which the first and last line breaks and the last blank line (found from the
+ * end, usually within the last event) tell. Only chunks that might break a cap get the
+ * exact line-by-line walk, which also says how many bytes before the violation are good.
  */
 export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) => FrameViolation | undefined {
   let line = 0;
   let block = 0;
   // A CR ended the previous line: an LF right after it is the same line break.
   let afterCR = false;
+
+  /** True when `chunk` passes no cap for sure (state updated); false to take the exact walk (state untouched). */
+  const quick = (chunk: Uint8Array): boolean => {
+    const length = chunk.length;
+    if (length > limits.maxLineBytes || length > limits.maxEventBytes) return false;
+    // Scans stay short: CRs are looked for only after the last LF and before the first one.
+    const lastLF = chunk.lastIndexOf(LF);
+    const lastBreak = Math.max(lastLF, lastCRAfter(chunk, lastLF));
+    if (lastBreak === -1) {
+      if (line + length > limits.maxLineBytes || block + line + length > limits.maxEventBytes) return false;
+      line += length;
+      afterCR = false;
+      return true;
+    }
+    const firstLF = chunk.indexOf(LF);
+    const firstCR = (firstLF === -1 ? chunk : chunk.subarray(0, firstLF)).indexOf(CR);
+    const firstBreak = firstCR === -1 ? firstLF : firstCR;
+    if (line + firstBreak > limits.maxLineBytes) return false;
+    const blank = lastBlankLine(chunk, lastBreak);
+    // The carried block ends at this chunk's first blank line, at the latest at its last one.
+    if (blank !== -1 && block + line + blank + 1 > limits.maxEventBytes) return false;
+    const nextBlock = blank === -1 ? block + line + lastBreak + 1 : lastBreak - blank;
+    if (nextBlock > limits.maxEventBytes) return false;
+    block = nextBlock;
+    line = length - lastBreak - 1;
+    afterCR = chunk[length - 1] === CR;
+    return true;
+  };
+
   const lineTooLong = (size: number): ProtocolError =>
     new ProtocolError('line_too_long', `A stream line passed ${limits.maxLineBytes} bytes.`, {
       details: { size, limit: limits.maxLineBytes },
@@ -201,6 +233,7 @@ export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) =>
       details: { size, limit: limits.maxEventBytes },
     });
   return (chunk) => {
+    if (quick(chunk)) return undefined;
     const length = chunk.length;
     let position = 0;
     let nextLF = chunk.indexOf(LF);
@@ -236,4 +269,30 @@ export function createFrameLimiter(limits: StreamLimits): (chunk: Uint8Array) =>
     }
     return undefined;
   };
+}
+
+/** Index of the last CR after `after` (-1 for none). */
+function lastCRAfter(chunk: Uint8Array, after: number): number {
+  const found = chunk.subarray(after + 1).lastIndexOf(CR);
+  return found === -1 ? -1 : after + 1 + found;
+}
+
+/**
+ * Index of the line break that ends the last empty line at or before `from`, or -1
+ * (none, or it would need the previous chunk to tell). Walks back from the end: the
+ * last blank line is usually within the last event.
+ */
+function lastBlankLine(chunk: Uint8Array, from: number): number {
+  for (let position = from; position >= 1; position--) {
+    const byte = chunk[position];
+    if (byte !== LF && byte !== CR) continue;
+    let before = position - 1;
+    // CRLF is one break: the line ends before its CR.
+    if (byte === LF && chunk[before] === CR) before -= 1;
+    if (before < 0) return -1;
+    const previous = chunk[before];
+    if (previous === LF || previous === CR) return position;
+    position = before;
+  }
+  return -1;
 }
