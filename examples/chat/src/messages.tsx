@@ -63,41 +63,44 @@ function submissionChip(entry: OutboxEntry | undefined): { tone: Tone; label: st
   }
 }
 
-function UserMessage({ item }: { item: ConversationItem }) {
+function UserMessage({ item, onRetry, onDiscard }: { item: ConversationItem; onRetry: () => void; onDiscard: () => void }) {
   const chip = submissionChip(item.submission);
   return (
     <article className="message user" data-message-role="user">
       <div className="bubble">{contentText(item.content ?? item.submission?.content)}</div>
       <div className="meta">
         <Chip tone={chip.tone}>{chip.label}</Chip>
+        {item.submission?.state === 'failed' && (
+          <>
+            <button type="button" className="button small" onClick={onRetry}>
+              Retry
+            </button>
+            <button type="button" className="button small ghost" onClick={onDiscard}>
+              Discard
+            </button>
+          </>
+        )}
       </div>
     </article>
   );
 }
 
-/** Stands in for the answer while its message is queued, sending or refused. */
-function PendingAnswer({ entry, onRetry, onDiscard }: { entry: OutboxEntry; onRetry: () => void; onDiscard: () => void }) {
-  const chip = submissionChip(entry);
+const PENDING_NOTES = {
+  queued: 'The answer starts once your message reaches the server.',
+  sending: 'Delivering your message…',
+  failed: 'Not sent — retry or discard your message.',
+} as const;
+
+/** Stands in for the answer while its message is queued, sending or refused; the user message carries the status. */
+function PendingAnswer({ entry }: { entry: OutboxEntry }) {
+  const state = entry.state === 'accepted' ? 'sending' : entry.state;
   return (
-    <article className="message assistant" data-message-role="assistant" data-status={entry.state}>
+    <article className="message assistant" data-message-role="assistant" data-status={state}>
       <div className="avatar" aria-hidden="true">L</div>
       <div className="body">
-        <div className="text placeholder" data-turn-text="" />
+        <div className={state === 'failed' ? 'text' : 'text placeholder'} data-turn-text="" />
         <div className="meta">
-          <Chip tone={chip.tone}>{entry.state === 'failed' ? 'Failed' : entry.state === 'sending' ? 'Sending' : 'Queued'}</Chip>
-          {entry.state === 'failed' ? (
-            <>
-              <span className="meta-note">{chip.label}</span>
-              <button type="button" className="button small" onClick={onRetry}>
-                Retry
-              </button>
-              <button type="button" className="button small ghost" onClick={onDiscard}>
-                Discard
-              </button>
-            </>
-          ) : (
-            entry.lastError && <span className="meta-note">{entry.lastError.message} — retrying</span>
-          )}
+          <span className="meta-note">{PENDING_NOTES[state]}</span>
         </div>
       </div>
     </article>
@@ -167,18 +170,16 @@ export function MessageList({
   for (const item of messages) {
     if (item.role === 'user') {
       previousUser = item;
-      rows.push(<UserMessage key={`u-${item.key}`} item={item} />);
       const entry = item.submission;
-      if (entry && entry.state !== 'accepted' && !entry.turnId) {
-        rows.push(
-          <PendingAnswer
-            key={`p-${item.key}`}
-            entry={entry}
-            onRetry={() => void retry(entry.operationId)}
-            onDiscard={() => void discard(entry.operationId)}
-          />,
-        );
-      }
+      rows.push(
+        <UserMessage
+          key={`u-${item.key}`}
+          item={item}
+          onRetry={() => entry && void retry(entry.operationId)}
+          onDiscard={() => entry && void discard(entry.operationId)}
+        />,
+      );
+      if (entry && entry.state !== 'accepted' && !entry.turnId) rows.push(<PendingAnswer key={`p-${item.key}`} entry={entry} />);
     } else if (item.turn) {
       const content = previousUser?.content ?? previousUser?.submission?.content;
       rows.push(
