@@ -110,8 +110,7 @@ function driverBundle(): Promise<string> {
 interface Tracked {
   fault: Fault;
   request: RequestInfo;
-  connection?: ProxiedConnection;
-  since: number;
+  connection: ProxiedConnection;
 }
 
 function planFor(fault: Fault): FaultPlan {
@@ -218,7 +217,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         rewrites.set(turnId, fault);
         return { kind: 'pass' };
       }
-      tracked.push({ fault, request, since: Date.now() });
+      // The proxy sets the connection's request before asking for its plan.
+      const connection = [...proxy.connections].find((candidate) => candidate.request === request);
+      if (!connection) {
+        book.giveBack(fault);
+        return { kind: 'pass' };
+      }
+      tracked.push({ fault, request, connection });
       return planFor(fault);
     },
   });
@@ -226,29 +231,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   /** Settles proxy-level faults: fired once the connection passed the planned byte, given back if it ended first. */
   const settleTracked = (): void => {
     for (let i = tracked.length - 1; i >= 0; i--) {
-      const entry = tracked[i]!;
-      const connection = entry.connection ?? [...proxy.connections].find((candidate) => candidate.request === entry.request);
-      if (!connection) {
-        // Gone before we saw it: it ended quickly, before any planned byte.
-        if (Date.now() - entry.since > 200) {
-          tracked.splice(i, 1);
-          book.giveBack(entry.fault);
-        }
-        continue;
-      }
-      entry.connection = connection;
-      const acted = connection.stalled || connection.bytesDown >= (entry.fault.atByte ?? 0);
-      if (acted) {
-        tracked.splice(i, 1);
-        if (entry.fault.kind === 'replay-503' || entry.fault.kind === 'replay-429') book.armReplay(entry.fault);
-        else book.fired(entry.fault);
-        continue;
-      }
-      const over = connection.request !== entry.request || ![...proxy.connections].includes(connection);
-      if (over) {
-        tracked.splice(i, 1);
-        book.giveBack(entry.fault);
-      }
+      const { fault, request, connection } = tracked[i]!;
+      const acted = connection.stalled || connection.bytesDown >= (fault.atByte ?? 0);
+      const over = connection.request !== request || !proxy.connections.has(connection);
+      if (!acted && !over) continue;
+      tracked.splice(i, 1);
+      if (!acted) book.giveBack(fault);
+      else if (fault.kind === 'replay-503' || fault.kind === 'replay-429') book.armReplay(fault);
+      else book.fired(fault);
     }
   };
   const settler = setInterval(settleTracked, 20);
@@ -261,7 +251,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const recoveries: Record<string, number> = { resume: 0, replay: 0, reload: 0 };
   const doneByTurn = new Map<string, { status: string; sha: string; error?: string }>();
   const doneWaiters = new Map<number, () => void>();
-  const clientDiagnostics: Record<string, number> = {};
+  const clientDiagnostics = new Map<string, { count: number; examples: string[] }>();
   const readyWaiters: { tab: string; resolve: () => void }[] = [];
   let unhandled = 0;
   let consoleErrors = 0;
@@ -297,7 +287,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         break;
       case 'diagnostic':
         // Informative: a failed step is only a problem when its turn does not end complete (checked per turn).
-        clientDiagnostics[message.type] = (clientDiagnostics[message.type] ?? 0) + 1;
+        {
+          const seen = clientDiagnostics.get(message.type) ?? { count: 0, examples: [] };
+          seen.count++;
+          if (seen.examples.length < 2) seen.examples.push(message.detail.slice(0, 400));
+          clientDiagnostics.set(message.type, seen);
+        }
         break;
       default:
         break;
@@ -568,7 +563,7 @@ function soakReport(r: {
   durationMs: number;
   networkMessages: number;
   stats: InjectorLog;
-  clientDiagnostics: Record<string, number>;
+  clientDiagnostics: Map<string, { count: number; examples: string[] }>;
   problems: string[];
 }): string {
   const t = r.totals;
@@ -599,8 +594,10 @@ function soakReport(r: {
     `| unhandled errors / console errors / server errors | ${t.unhandled} / ${t.consoleErrors} / ${t.serverErrors} |`,
     `| requests: submits / streams / replays (browser network lines ignored: ${r.networkMessages}) | ${r.stats.submits} / ${r.stats.streams} / ${r.stats.replays} |`,
   ];
-  const diagnostics = Object.entries(r.clientDiagnostics);
-  if (diagnostics.length > 0) lines.push('', `Client diagnostics seen (informative): ${diagnostics.map(([type, n]) => `${type} ${n}`).join(', ')}`);
+  if (r.clientDiagnostics.size > 0) {
+    lines.push('', 'Client diagnostics seen (informative; a turn that ends complete recovered from them):');
+    for (const [type, seen] of r.clientDiagnostics) lines.push(`- ${type} × ${seen.count}, e.g. ${seen.examples.join(' · ')}`);
+  }
   if (r.problems.length > 0) lines.push('', 'Problems:', ...r.problems.map((p) => `- ${p}`));
   lines.push('', r.passed ? 'SOAK PASS' : 'SOAK FAIL');
   return lines.join('\n');
