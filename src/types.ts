@@ -72,14 +72,22 @@ export interface StallInfo {
   watchdog: 'first-event' | 'idle';
 }
 
-/** A followed turn. */
+/**
+ * A followed turn: an external store of {@link TurnSnapshot}s (subscribers are notified
+ * at most once per animation frame, or microtask where there are no frames) and an
+ * async iterable of the events applied from the moment iteration starts, each seq once,
+ * until the turn ends or is closed.
+ */
 export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEvent> {
   readonly id: string;
-  /** Resolves with the final snapshot when the turn ends (complete, failed or cancelled). */
+  /**
+   * Resolves with the final snapshot when the turn ends: `complete`, `cancelled`, or
+   * `failed` (the server said so, or the client gave up; see `error`). Never rejects.
+   */
   readonly completed: Promise<TurnSnapshot>;
-  /** Asks the server to cancel the turn (section 5). */
+  /** Asks the server to cancel the turn (section 5); the end then arrives as `turn.end` `cancelled`. Rejects with a typed error. */
   cancel(): Promise<void>;
-  /** Stops following this turn (storage keeps what arrived). */
+  /** Stops following this turn (storage keeps what arrived); `client.turn(id)` follows it again. */
   close(): void;
 }
 

@@ -9,7 +9,7 @@
  * has no limit. The reconnect loop, cursor and timing belong to the caller.
  */
 import { fetchEventSource, type EventSourceMessage } from '@microsoft/fetch-event-source';
-import { ProtocolError, TransportError } from '../errors.js';
+import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 import { failureFromResponse, networkFailure, type Failure } from './http.js';
 
 const EVENT_STREAM = 'text/event-stream';
@@ -64,6 +64,19 @@ const STOP = Symbol('lifeline.sse.stop');
 export async function runSseAttempt(options: SseAttemptOptions): Promise<SseOutcome> {
   const { signal } = options;
   if (signal.aborted) return { kind: 'aborted' };
+  if (!hasDom()) {
+    // Without them the library throws from inside its own callbacks and its promise never settles.
+    return {
+      kind: 'failed',
+      failure: {
+        error: new LifelineError(
+          'invalid_argument',
+          'Following a turn needs `window` and `document` (@microsoft/fetch-event-source 2.0.1 calls them); follow turns in the browser.',
+        ),
+        disposition: 'fatal',
+      },
+    };
+  }
   let outcome: SseOutcome | undefined;
 
   const hookedFetch = async (_input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
@@ -129,6 +142,12 @@ export async function runSseAttempt(options: SseAttemptOptions): Promise<SseOutc
   }
   if (signal.aborted) return { kind: 'aborted' };
   return outcome ?? { kind: 'closed' };
+}
+
+/** The globals fetch-event-source touches when an attempt ends. */
+function hasDom(): boolean {
+  const scope = globalThis as { window?: { clearTimeout?: unknown }; document?: { removeEventListener?: unknown } };
+  return typeof scope.window?.clearTimeout === 'function' && typeof scope.document?.removeEventListener === 'function';
 }
 
 function failureOf(error: unknown): Failure {

@@ -16,6 +16,10 @@ describe('server-side rendering', () => {
     // No IndexedDB in Node: memory, said once.
     expect(client.storageStatus.getSnapshot()).toEqual(expect.objectContaining({ state: 'degraded', kind: 'indexeddb' }));
     expect(client.turns.getSnapshot()).toEqual([]);
+    // Streaming needs the browser: a turn followed here fails visibly instead of hanging or crashing.
+    const failed = await client.turn('turn_on_the_server').completed;
+    expect(failed.status).toBe('failed');
+    expect(failed.error?.code).toBe('invalid_argument');
     client.dispose();
     expect(scope['window']).toBeUndefined();
     expect(scope['document']).toBeUndefined();
