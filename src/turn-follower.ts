@@ -277,8 +277,11 @@ export class TurnFollower implements Turn {
     this.#state = state;
     this.#heardAny = state.lastSeq > 0;
     this.#status = state.phase === 'pending' ? 'pending' : 'streaming';
-    this.#recovered = { path: 'reload', events: state.lastSeq, at: this.#deps.now() };
-    this.#emit({ type: 'recovered', turnId: this.id, path: 'reload', events: state.lastSeq });
+    // A row without events (accepted, nothing arrived yet) restores where it came from, not text.
+    if (state.lastSeq > 0) {
+      this.#recovered = { path: 'reload', events: state.lastSeq, at: this.#deps.now() };
+      this.#emit({ type: 'recovered', turnId: this.id, path: 'reload', events: state.lastSeq });
+    }
     this.#changed();
   }
 

@@ -11,8 +11,8 @@ import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { createMemoryStore, type MemoryStore } from '../../../src/storage/memory-store.js';
 import { createPersistence } from '../../../src/storage/persistence.js';
 import type { EventChunk, Store, TurnRecord } from '../../../src/storage/store.js';
-import type { Diagnostic, TurnSnapshot } from '../../../src/types.js';
-import { textAgent } from '../../fixtures/agents.js';
+import type { Diagnostic, Turn, TurnSnapshot } from '../../../src/types.js';
+import { controlledAgent, textAgent } from '../../fixtures/agents.js';
 import { replayAll, startTestServer, submitMessage, textOf, waitForTurnEnd } from '../../fixtures/server.js';
 import { FAST_RETRY, follow, range } from './support/follow.js';
 import { buildLog, sse, startScriptedServer, TURN } from './support/scripted-server.js';
@@ -296,6 +296,34 @@ describe('start-up from storage (row 20, issue 5)', () => {
     expect(server.streams[0]?.cursor).toBe('3');
     // Recovery of the conversation ran by itself at start: its list endpoint was asked.
     expect(server.requests.some((request) => request.kind === 'list')).toBe(true);
+  });
+
+  it('records an accepted turn at once (outbox seam), so a reload before its first event still follows it', async () => {
+    const agent = controlledAgent();
+    const server = await startTestServer({ agent: agent.agent });
+    cleanup.push(() => server.close());
+    const answer = await submitMessage(server.baseUrl, 'conv_accepted', 'go');
+    const control = await agent.nextTurn();
+    const store = createMemoryStore();
+    const first = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY });
+    const seam = first as unknown as { followAccepted(entry: { operationId: string; conversationId: string }, accepted: typeof answer): Turn };
+    const turn = seam.followAccepted({ operationId: 'op_accepted_0123456789', conversationId: 'conv_accepted' }, answer);
+    expect(turn).toBe(first.turn(answer.turnId));
+    expect(turn.getSnapshot()).toEqual(expect.objectContaining({ conversationId: 'conv_accepted', messageId: answer.messageId }));
+    await expect.poll(async () => (await store.loadTurn(answer.turnId))?.record).toEqual(
+      expect.objectContaining({ conversationId: 'conv_accepted', operationId: 'op_accepted_0123456789', messageId: answer.messageId }),
+    );
+    first.dispose();
+
+    const second = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY });
+    cleanup.push(() => second.dispose());
+    await second.ready;
+    expect(second.turns.getSnapshot().map((snapshot) => snapshot.id)).toEqual([answer.turnId]);
+    await control.delta('after the reload');
+    await control.end();
+    const final = await second.turn(answer.turnId).completed;
+    expect(final.text).toBe('after the reload');
+    expect(final.status).toBe('complete');
   });
 
   it('serves a stored ended turn from storage without any request', async () => {
