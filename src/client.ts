@@ -37,13 +37,13 @@ import type {
 } from './types.js';
 
 /** Default of {@link StallOptions.firstEventMs}. */
-export const DEFAULT_FIRST_EVENT_MS = 15_000;
+const DEFAULT_FIRST_EVENT_MS = 15_000;
 /** Default of {@link StallOptions.idleMs}. */
-export const DEFAULT_IDLE_MS = 25_000;
+const DEFAULT_IDLE_MS = 25_000;
 /** Default of {@link LimitOptions.maxTurnTextLength}. */
-export const DEFAULT_MAX_TURN_TEXT = 16 * 1024 * 1024;
+const DEFAULT_MAX_TURN_TEXT = 16 * 1024 * 1024;
 /** Default of {@link LifelineOptions.retentionMs}: 7 days. */
-export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 /** Events per replay page. */
 const REPLAY_LIMIT = 1000;
 /** Consecutive failed stream attempts (no events between) before the turn is replayed. */

@@ -121,8 +121,3 @@ export async function readTextCapped(response: Response, maxBytes: number): Prom
   parts.push(decoder.decode());
   return parts.join('');
 }
-
-/** True for an abort caused by our own signal (not a failure to report). */
-export function isAbort(error: unknown, signal: AbortSignal): boolean {
-  return signal.aborted || (error instanceof Error && error.name === 'AbortError');
-}

@@ -159,7 +159,7 @@ function failureOf(error: unknown): Failure {
  * Wraps a body so that a line or an event block over its cap errors the stream with a
  * {@link ProtocolError} before the oversized bytes reach the parser's buffer.
  */
-export function limitBody(body: ReadableStream<Uint8Array>, limits: StreamLimits): ReadableStream<Uint8Array> {
+function limitBody(body: ReadableStream<Uint8Array>, limits: StreamLimits): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const check = createFrameLimiter(limits);
   let failed: ProtocolError | undefined;
