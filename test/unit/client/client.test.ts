@@ -161,6 +161,26 @@ describe('integrity at turn.end', () => {
     await expect.poll(async () => (await followed.store.loadTurn(TURN))?.record.text).toBe('Hello 世界');
   });
 
+  it('still checks the hash where Web Crypto is missing (insecure contexts)', async () => {
+    const log = await buildLog(['Hel', 'lo ', '世界']);
+    const digest = vi.spyOn(crypto.subtle, 'digest').mockRejectedValue(new DOMException('not in a secure context', 'NotSupportedError'));
+    const corrupted = log.map((event) => (event.type === 'delta' && event.text === 'lo ' ? { ...event, text: 'LO ' } : event));
+    const server = await scripted(log, {
+      stream: ({ index, res }) => {
+        if (index > 0) return 'default';
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(corrupted.map(sse).join(''));
+      },
+    });
+    const followed = follow(server.baseUrl, TURN);
+    cleanup.push(() => followed.client.dispose());
+    const final = await followed.turn.completed;
+    expect(final).toEqual(expect.objectContaining({ status: 'complete', text: 'Hello 世界' }));
+    expect(followed.ofType('integrity-mismatch')).toHaveLength(1);
+    expect(followed.ofType('protocol-error')).toEqual([]);
+    expect(digest).toHaveBeenCalled();
+  });
+
   it('fails with integrity_mismatch when the full replay does not match either', async () => {
     const log = await buildLog(['Hel', 'lo']);
     const wrong = log.map((event) => (event.type === 'turn.end' ? { ...event, textSha256: 'f'.repeat(64) } : event));
