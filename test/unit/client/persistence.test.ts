@@ -253,6 +253,19 @@ describe('flush triggers and the end of a turn', () => {
     expect((await followed.store.loadTurn(TURN))?.events).toEqual([]);
   });
 
+  it('asks for persistent storage when told to and shows the answer in the status', async () => {
+    const persist = vi.fn(async () => true);
+    Object.defineProperty(globalThis, 'navigator', { value: { storage: { persist } }, configurable: true, writable: true });
+    cleanup.push(() => void delete (globalThis as { navigator?: unknown }).navigator);
+    const diagnostics: Diagnostic[] = [];
+    const client = createLifeline({ baseUrl: 'http://127.0.0.1:9/api', storage: 'memory', persist: true, onDiagnostic: (d) => diagnostics.push(d) });
+    cleanup.push(() => client.dispose());
+    await client.ready;
+    expect(persist).toHaveBeenCalledTimes(1);
+    expect(client.storageStatus.getSnapshot()).toEqual({ state: 'memory', kind: 'memory', persisted: true });
+    expect(diagnostics.filter((d) => d.type === 'storage').at(-1)).toEqual(expect.objectContaining({ status: expect.objectContaining({ persisted: true }) }));
+  });
+
   it('sweeps ended turns older than retentionMs at start', async () => {
     const store = createMemoryStore();
     const now = Date.now();
