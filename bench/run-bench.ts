@@ -37,6 +37,13 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 
 const SECTIONS: Section[] = [
+  // First: it reads dist/ right after the build.
+  {
+    id: 'size',
+    title: 'Bundle size (min+gz)',
+    run: async () =>
+      `esbuild bundle of the built entry with its runtime dependencies, minified, gzip level 9; 1 kB = 1024 bytes.\n\n${sizeTable(await measureBundleSizes())}`,
+  },
   {
     id: 'throughput',
     title: 'Delivery throughput in headless Chromium',
@@ -64,12 +71,6 @@ const SECTIONS: Section[] = [
     id: 'memory',
     title: 'Memory held by a turn',
     run: async (server, log) => memoryReport(await benchMemory(server, { log })),
-  },
-  {
-    id: 'size',
-    title: 'Bundle size (min+gz)',
-    run: async () =>
-      `esbuild bundle of the built entry with its runtime dependencies, minified, gzip level 9; 1 kB = 1024 bytes.\n\n${sizeTable(await measureBundleSizes())}`,
   },
 ];
 

@@ -4,6 +4,7 @@
  * `bench/pages/<name>.ts` built from the BUILT package), the page's config, the routes
  * of the current run, and `POST /result`, where the page reports its figures.
  */
+import { readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -97,7 +98,13 @@ export interface BenchServer {
   close(): Promise<void>;
 }
 
+/**
+ * Starts the server and bundles every page at once, so the whole run measures the
+ * dist/ that was there at its start (other work may rebuild dist/ meanwhile).
+ */
 export async function startBenchServer(): Promise<BenchServer> {
+  const pages = readdirSync(pagesDir).filter((file) => file.endsWith('.ts') && !['probe.ts', 'throughput-types.ts'].includes(file));
+  await Promise.all(pages.map((file) => pageBundle(file.slice(0, -'.ts'.length)).catch(() => undefined)));
   let current:
     | { config: unknown; routes: Routes; resolve: (value: unknown) => void; reject: (error: Error) => void; onStarted?: () => void }
     | undefined;
