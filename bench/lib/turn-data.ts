@@ -58,7 +58,7 @@ export function renderSse(events: readonly TurnEvent[], retryMs = 1000): Buffer 
   return Buffer.from(parts.join(''), 'utf8');
 }
 
-export const SSE_HEADERS = {
+const SSE_HEADERS = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',

@@ -22,7 +22,6 @@ export interface FaultCount {
 export class FaultBook {
   readonly schedule: Schedule;
   #byTurn = new Map<number, TurnFaults>();
-  #turnIds = new Map<number, string>();
   #indexes = new Map<string, number>();
   #fired = new Map<FaultKind, number>();
   #firedIds = new Set<number>();
@@ -42,16 +41,11 @@ export class FaultBook {
 
   /** The server created the turn of soak submission `index`. */
   bind(index: number, turnId: string): void {
-    this.#turnIds.set(index, turnId);
     this.#indexes.set(turnId, index);
   }
 
   indexOf(turnId: string): number | undefined {
     return this.#indexes.get(turnId);
-  }
-
-  turnIdOf(index: number): string | undefined {
-    return this.#turnIds.get(index);
   }
 
   /** Next submit fault of the submission, consumed (it fires as the answer). */

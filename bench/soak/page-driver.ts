@@ -26,12 +26,11 @@ export type SoakMessage =
   | { k: 'done'; tab: string; session: number; turnId: string; status: string; lastSeq: number; textLength: number; sha: string; error?: string }
   | { k: 'recovered'; tab: string; session: number; turnId: string; path: string; events: number }
   | { k: 'diagnostic'; tab: string; session: number; type: string; detail: string }
-  | { k: 'submitted'; tab: string; session: number; index: number; operationId: string }
   | { k: 'error'; tab: string; session: number; message: string };
 
 /** The page-side API the soak calls with `page.evaluate`. */
 export interface SoakDriver {
-  send(conversationId: string, index: number): string;
+  send(conversationId: string, index: number): void;
   follow(turnId: string): void;
   /** Outbox entries not yet accepted. */
   outboxSize(): number;
@@ -166,12 +165,10 @@ function start(config: DriverConfig): void {
   window.__soak = {
     send(conversationId, index) {
       const submission = client.conversation(conversationId).send({ soak: index });
-      record({ k: 'submitted', tab, session, index, operationId: submission.operationId });
       submission.accepted.then(
         (turn) => follow(turn.id),
         (error: unknown) => record({ k: 'error', tab, session, message: `submission ${index} failed: ${String(error)}` }),
       );
-      return submission.operationId;
     },
     follow,
     outboxSize: () => client.outbox.getSnapshot().filter((entry) => entry.state !== 'accepted').length,
