@@ -148,3 +148,32 @@ export function isStorageError(value: unknown): value is StorageError {
 export function isCancelledError(value: unknown): value is CancelledError {
   return branded(value) && value.kind === 'cancelled';
 }
+
+/**
+ * Rebuilds a typed error (the class of its `kind`) from the plain form
+ * {@link LifelineError.toJSON} gave it: failed turns and outbox entries keep errors as data.
+ */
+export function errorFromJson(json: ReturnType<LifelineError['toJSON']>): LifelineError {
+  const options = {
+    ...(json.status === undefined ? {} : { status: json.status }),
+    ...(json.serverCode === undefined ? {} : { serverCode: json.serverCode }),
+  };
+  switch (json.kind) {
+    case 'transport':
+      return new TransportError(json.code, json.message, options);
+    case 'protocol':
+      return new ProtocolError(json.code, json.message, options);
+    case 'storage':
+      return new StorageError(json.code, json.message, options);
+    case 'cancelled':
+      return new CancelledError(json.code === 'disposed' ? 'disposed' : 'cancelled', json.message, options);
+    default:
+      return new LifelineError(json.code, json.message, options);
+  }
+}
+
+/** Any thrown value as a Lifeline error: a foreign one is a bug, reported as `invalid_argument` with it as cause. */
+export function asLifelineError(error: unknown): LifelineError {
+  if (branded(error)) return error;
+  return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
+}

@@ -22,18 +22,19 @@ import {
   type TurnState,
 } from './core/turn-reducer.js';
 import {
+  asLifelineError,
   CancelledError,
-  LifelineError,
+  errorFromJson,
   ProtocolError,
-  StorageError,
   TransportError,
+  type LifelineError,
   type LifelineErrorCode,
 } from './errors.js';
 import type { DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
 import type { TurnEvent } from './protocol/schemas.js';
 import type { Persistence, TurnMeta } from './storage/persistence.js';
-import type { LoadedTurn, TurnRecord, TurnStatus } from './storage/store.js';
+import type { LoadedTurn, TurnStatus } from './storage/store.js';
 import { decodeStreamEvent } from './transport/event-decoder.js';
 import { endpoint, type Failure } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
@@ -267,7 +268,7 @@ export class TurnFollower implements Turn {
         ...(record.messageId === undefined ? {} : { messageId: record.messageId }),
       });
       this.#status = record.status;
-      if (record.error !== undefined) this.#error = errorFromRecord(record.error);
+      if (record.error !== undefined) this.#error = errorFromJson(record.error);
       this.#done = true;
       this.#changed();
       this.#resolveCompleted(this.getSnapshot());
@@ -1012,31 +1013,6 @@ function withoutHeaders(headers: Record<string, string>, names: readonly string[
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) if (!names.includes(key.toLowerCase())) out[key] = value;
   return out;
-}
-
-function asLifelineError(error: unknown): LifelineError {
-  if (error instanceof LifelineError) return error;
-  return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
-}
-
-/** Rebuilds the error a folded turn kept as plain data. */
-function errorFromRecord(json: NonNullable<TurnRecord['error']>): LifelineError {
-  const options = {
-    ...(json.status === undefined ? {} : { status: json.status }),
-    ...(json.serverCode === undefined ? {} : { serverCode: json.serverCode }),
-  };
-  switch (json.kind) {
-    case 'transport':
-      return new TransportError(json.code, json.message, options);
-    case 'protocol':
-      return new ProtocolError(json.code, json.message, options);
-    case 'storage':
-      return new StorageError(json.code, json.message, options);
-    case 'cancelled':
-      return new CancelledError(json.code === 'disposed' ? 'disposed' : 'cancelled', json.message, options);
-    default:
-      return new LifelineError(json.code, json.message, options);
-  }
 }
 
 /** A pull queue behind one `for await` over a turn's events. */

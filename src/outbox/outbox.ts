@@ -23,6 +23,7 @@ import { createEmitter, reportListenerError } from '../core/subscribable.js';
 import { CancelledError, LifelineError, StorageError, TransportError, isStorageError } from '../errors.js';
 import { ID_PATTERN, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
+import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
 import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
 import { classifyResponse, classifyThrown, type AttemptOutcome } from './classify.js';
 import { createLeaseLeadership, createLockLeadership, type Leadership, type OutboxLocks } from './leadership.js';
@@ -37,12 +38,7 @@ export interface OutboxChannel {
   close(): void;
 }
 
-/** Online/offline signal. The default listens to `online`/`offline` events and `navigator.onLine`. */
-export interface NetworkMonitor {
-  online(): boolean;
-  /** Calls `listener` on every change; returns unsubscribe. */
-  subscribe(listener: (online: boolean) => void): () => void;
-}
+export type { NetworkMonitor };
 
 /** What {@link createOutbox} needs from the client. */
 export interface OutboxDeps {
@@ -79,7 +75,7 @@ export interface OutboxDeps {
   locks?: OutboxLocks | null;
   /** Default `new BroadcastChannel(name)` when present; `null` disables cross-tab notices. */
   channel?: ((name: string) => OutboxChannel) | null;
-  /** Default: browser `online`/`offline` events; always online where there are none. */
+  /** Default: browser `online`/`offline` events ({@link createBrowserNetworkMonitor}); always online where there are none. */
   network?: NetworkMonitor | null;
   /** Lease time-to-live for the no-Web-Locks fallback, ms. Default 10 000. */
   leaseTtlMs?: number;
@@ -178,24 +174,6 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function defaultNetwork(): NetworkMonitor | undefined {
-  const scope = globalThis as { addEventListener?: unknown; removeEventListener?: unknown; navigator?: { onLine?: boolean } };
-  if (typeof scope.addEventListener !== 'function' || typeof scope.removeEventListener !== 'function') return undefined;
-  return {
-    online: () => globalThis.navigator?.onLine !== false,
-    subscribe(listener) {
-      const on = (): void => listener(true);
-      const off = (): void => listener(false);
-      globalThis.addEventListener('online', on);
-      globalThis.addEventListener('offline', off);
-      return () => {
-        globalThis.removeEventListener('online', on);
-        globalThis.removeEventListener('offline', off);
-      };
-    },
-  };
-}
-
 function defaultLocks(): OutboxLocks | undefined {
   const locks = (globalThis as { navigator?: { locks?: OutboxLocks } }).navigator?.locks;
   return typeof locks?.request === 'function' ? locks : undefined;
@@ -289,7 +267,7 @@ class Outbox implements OutboxController {
     this.#channel = channel;
     channel?.addEventListener('message', (event) => this.#onMessage(event.data));
 
-    const network = deps.network === undefined ? defaultNetwork() : (deps.network ?? undefined);
+    const network = deps.network === undefined ? createBrowserNetworkMonitor() : (deps.network ?? undefined);
     this.#online = network?.online() ?? true;
     this.#unsubscribeNetwork = network?.subscribe((online) => this.#onNetwork(online));
 

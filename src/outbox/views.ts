@@ -2,7 +2,7 @@
  * What the app sees of the outbox: filtered, stable views (`client.outbox`,
  * `conversation.outbox`) and the handle `conversation.send` returns.
  */
-import { CancelledError, LifelineError, ProtocolError, StorageError, TransportError } from '../errors.js';
+import { CancelledError, errorFromJson, TransportError, type LifelineError } from '../errors.js';
 import type { ExternalStore, Outbox, OutboxEntry, Submission, Turn } from '../types.js';
 import type { OutboxController } from './outbox.js';
 
@@ -36,28 +36,6 @@ export function filteredStore<T>(source: ExternalStore<readonly T[]>, keep: (ite
   };
 }
 
-/** The stored `lastError` of an entry as a typed error (the class of its `kind`). */
-export function entryError(entry: OutboxEntry): LifelineError {
-  const json = entry.lastError;
-  if (json === undefined) return new TransportError('submission_rejected', 'The submission failed.');
-  const options = {
-    ...(json.status === undefined ? {} : { status: json.status }),
-    ...(json.serverCode === undefined ? {} : { serverCode: json.serverCode }),
-  };
-  switch (json.kind) {
-    case 'transport':
-      return new TransportError(json.code, json.message, options);
-    case 'protocol':
-      return new ProtocolError(json.code, json.message, options);
-    case 'storage':
-      return new StorageError(json.code, json.message, options);
-    case 'cancelled':
-      return new CancelledError(json.code === 'disposed' ? 'disposed' : 'cancelled', json.message, options);
-    default:
-      return new LifelineError(json.code, json.message, options);
-  }
-}
-
 /**
  * The handle of one send. `accepted` resolves through {@link SubmissionTracker.accept}
  * and rejects when the entry fails or disappears unaccepted (discarded). It is marked
@@ -83,7 +61,7 @@ export function createSubmissionTracker(controller: OutboxController): Submissio
       if (entry !== undefined) {
         waiter.seen = true;
         if (entry.state !== 'failed') continue;
-        waiter.reject(entryError(entry));
+        waiter.reject(entry.lastError === undefined ? new TransportError('submission_rejected', 'The submission failed.') : errorFromJson(entry.lastError));
       } else if (waiter.seen) {
         waiter.reject(new CancelledError('cancelled', 'The submission was discarded before the server accepted it.'));
       } else {

@@ -2,6 +2,7 @@
  * Shared HTTP plumbing of the client's requests: URLs, fresh headers, and turning a
  * non-success answer into a typed error with what the retry loops need to decide.
  */
+import type { z } from 'zod';
 import { ProtocolError, TransportError, type LifelineError } from '../errors.js';
 import { parseRetryAfter } from '../core/backoff.js';
 import { errorBodySchema } from '../protocol/schemas.js';
@@ -44,6 +45,68 @@ export interface Failure {
   error: LifelineError;
   disposition: FailureDisposition;
   retryAfterMs?: number;
+}
+
+/** What a JSON request needs: the client's plumbing with the headers already resolved. */
+export interface JsonRequest {
+  baseUrl: string;
+  fetch: typeof fetch;
+  headers: Record<string, string>;
+  now: () => number;
+  signal?: AbortSignal;
+}
+
+/** A JSON answer valid for its schema, or why there is none (`tooLarge`: the body passed the cap). */
+export type JsonAnswer<T> = { ok: true; value: T } | { ok: false; failure: Failure; tooLarge?: true };
+
+/**
+ * One request to a JSON endpoint (replay, list, cancel); never throws, an abort answers a
+ * `network_error` failure. Success is `200`/`202` with an `application/json` body of at
+ * most `maxBytes` that `schema` accepts; bad answers are retryable protocol failures
+ * (`what` names the answer in their messages).
+ */
+export async function requestJson<T>(
+  request: JsonRequest,
+  method: 'GET' | 'POST',
+  path: string,
+  schema: z.ZodType<T>,
+  maxBytes: number,
+  what: string,
+): Promise<JsonAnswer<T>> {
+  const retry = (error: LifelineError): { ok: false; failure: Failure } => ({ ok: false, failure: { error, disposition: 'retry' } });
+  let response: Response;
+  try {
+    response = await request.fetch(endpoint(request.baseUrl, path), {
+      method,
+      headers: { ...request.headers, accept: 'application/json' },
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
+  } catch (cause) {
+    return { ok: false, failure: networkFailure(cause) };
+  }
+  const { status } = response;
+  if (status !== 200 && status !== 202) return { ok: false, failure: await failureFromResponse(response, request.now()) };
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.toLowerCase().includes('application/json')) {
+    await response.body?.cancel().catch(() => undefined);
+    return retry(new TransportError('unexpected_content_type', `Expected application/json, got ${type || '(none)'}.`, { status }));
+  }
+  let text: string | undefined;
+  try {
+    text = await readTextCapped(response, maxBytes);
+  } catch (cause) {
+    return { ok: false, failure: networkFailure(cause) };
+  }
+  if (text === undefined) return { ...retry(new ProtocolError('invalid_response', `The ${what} answer is over ${maxBytes} bytes.`)), tooLarge: true };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    return retry(new ProtocolError('invalid_response', `The ${what} answer is not JSON.`, { cause }));
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return retry(new ProtocolError('invalid_response', `The ${what} answer does not match the protocol.`, { details: parsed.error.issues }));
 }
 
 /** Largest error body read; anything past it is ignored (error bodies are tiny). */

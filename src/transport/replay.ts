@@ -3,10 +3,10 @@
  * JSON. Used to fill gaps, after `204`, on stalls and on recovery. Every event is
  * validated on its own, so one bad event is reported without hiding the others.
  */
-import { ProtocolError, TransportError } from '../errors.js';
+import { ProtocolError } from '../errors.js';
 import { decodeEventValue, type DecodeResult } from '../protocol/decode.js';
 import { replayAnswerSchema, type TurnObject } from '../protocol/schemas.js';
-import { endpoint, failureFromResponse, networkFailure, readTextCapped, type Failure } from './http.js';
+import { requestJson, type Failure } from './http.js';
 
 export interface ReplayPageRequest {
   baseUrl: string;
@@ -30,43 +30,16 @@ export type ReplayPage =
 
 /** Fetches one page; never throws (an abort answers a `network_error` failure the caller ignores). */
 export async function fetchReplayPage(request: ReplayPageRequest): Promise<ReplayPage> {
-  let limit = request.limit;
-  for (;;) {
-    const url = endpoint(request.baseUrl, `/turns/${encodeURIComponent(request.turnId)}?after=${request.after}&limit=${limit}`);
-    let response: Response;
-    try {
-      response = await request.fetch(url, {
-        method: 'GET',
-        headers: { ...request.headers, accept: 'application/json' },
-        signal: request.signal,
-      });
-    } catch (cause) {
-      return { ok: false, failure: networkFailure(cause) };
+  const path = `/turns/${encodeURIComponent(request.turnId)}?after=${request.after}`;
+  for (let limit = request.limit; ; limit = Math.ceil(limit / 2)) {
+    const answer = await requestJson(request, 'GET', `${path}&limit=${limit}`, replayAnswerSchema, request.maxBytes, 'replay');
+    if (answer.ok) {
+      const { turn, events, hasMore } = answer.value;
+      return { ok: true, turn, events: events.map(decodeEventValue), hasMore };
     }
-    if (response.status !== 200) return { ok: false, failure: await failureFromResponse(response, request.now()) };
-    const type = response.headers.get('content-type') ?? '';
-    if (!type.toLowerCase().includes('application/json')) {
-      await response.body?.cancel().catch(() => undefined);
-      return {
-        ok: false,
-        failure: {
-          error: new TransportError('unexpected_content_type', `Expected application/json, got ${type || '(none)'}.`, { status: 200 }),
-          disposition: 'retry',
-        },
-      };
-    }
-    let text: string | undefined;
-    try {
-      text = await readTextCapped(response, request.maxBytes);
-    } catch (cause) {
-      return { ok: false, failure: networkFailure(cause) };
-    }
-    if (text === undefined) {
-      // Too big for one read: smaller pages, down to one event (which then is simply too large).
-      if (limit > 1) {
-        limit = Math.ceil(limit / 2);
-        continue;
-      }
+    // Too big for one read: smaller pages, down to one event (which then is simply too large).
+    if (!answer.tooLarge) return answer;
+    if (limit === 1) {
       return {
         ok: false,
         failure: {
@@ -77,26 +50,5 @@ export async function fetchReplayPage(request: ReplayPageRequest): Promise<Repla
         },
       };
     }
-    return parsePage(text);
   }
-}
-
-function parsePage(text: string): ReplayPage {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (cause) {
-    return { ok: false, failure: { error: new ProtocolError('invalid_response', 'The replay answer is not JSON.', { cause }), disposition: 'retry' } };
-  }
-  const parsed = replayAnswerSchema.safeParse(value);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      failure: {
-        error: new ProtocolError('invalid_response', 'The replay answer does not match the protocol.', { details: parsed.error.issues }),
-        disposition: 'retry',
-      },
-    };
-  }
-  return { ok: true, turn: parsed.data.turn, events: parsed.data.events.map(decodeEventValue), hasMore: parsed.data.hasMore };
 }
