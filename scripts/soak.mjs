@@ -6,4 +6,10 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../bench/soak/cli.ts');
-process.exitCode = await main(process.argv.slice(2));
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  console.error(`soak: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  console.error('SOAK FAIL');
+  process.exitCode = 1;
+}
