@@ -4,6 +4,11 @@
  * transaction when the store has `appendChunks`): per-event transactions would cost
  * more than everything else the client does per event.
  *
+ * A flush takes at most `maxWriteEvents` events and only one write is in flight. During a
+ * burst the stream outruns IndexedDB: what piles up meanwhile goes out in capped writes,
+ * one after the other, instead of one transaction of tens of thousands of events whose
+ * cloning and commit block the page for a long task.
+ *
  * Storage failing never costs the session: on the first error the layer switches to a
  * memory store for the rest of the session, reports `degraded` once, and goes on. No
  * write ever rejects into the client.
@@ -41,6 +46,11 @@ export interface PersistenceOptions {
   flushMs: number;
   /** …or once this many events are buffered. Default 256. */
   flushEvents: number;
+  /**
+   * Most events one flush (one transaction) writes; the rest follow in further flushes,
+   * one in flight at a time. Default `flushEvents × 16` (4 096).
+   */
+  maxWriteEvents?: number;
   /** Ended turns older than this are swept. Default 7 days. */
   retentionMs: number;
   now: () => number;
@@ -68,11 +78,18 @@ export interface Persistence {
   saveTurn(turnId: string): void;
   /** Hot path: buffers one applied event. */
   append(turnId: string, event: TurnEvent): void;
-  /** Flushes, then folds the turn's chunks into its final row. Resolves once written (or given up). */
+  /**
+   * Folds the turn's chunks into its final row, after the writes already queued. Its
+   * buffered events are not written as chunks first: the folded row holds them. Resolves
+   * once written (or given up).
+   */
   end(turnId: string, folded: FoldedTurn): Promise<void>;
   /** Drops the turn's stored events and buffer (before a rebuild from seq 0). */
   discard(turnId: string): void;
-  /** Writes everything buffered; resolves once written. */
+  /**
+   * Writes everything buffered, in writes of at most `maxWriteEvents`, one after the
+   * other; resolves once the buffer is empty and written.
+   */
   flush(): Promise<void>;
   /** Deletes ended turns older than the retention. */
   sweep(): Promise<void>;
@@ -86,6 +103,18 @@ export interface Persistence {
 }
 
 type Operation<T> = (store: Store) => Promise<T>;
+
+/** Default of {@link PersistenceOptions.maxWriteEvents}, as a multiple of `flushEvents`. */
+const WRITE_EVENTS_PER_FLUSH_EVENTS = 16;
+
+/**
+ * A turn's unwritten events. Writes take them from `start` on; the array is replaced once
+ * drained (or compacted once mostly taken), so taking is O(events taken), not O(buffer).
+ */
+interface TurnBuffer {
+  events: TurnEvent[];
+  start: number;
+}
 
 /** Creates the persistence layer over `options.store`. */
 export function createPersistence(options: PersistenceOptions): Persistence {
@@ -104,12 +133,15 @@ class PersistenceImpl implements Persistence {
   readonly #meta = new Map<string, () => TurnMeta | undefined>();
   /** Last seq written per turn, so a row written on its own never moves its lastSeq back. */
   readonly #written = new Map<string, number>();
-  /** Buffered events per turn, in arrival (= seq) order. */
-  #buffers = new Map<string, TurnEvent[]>();
+  /** Buffered events per turn, in arrival (= seq) order; turns in the order they are served. */
+  #buffers = new Map<string, TurnBuffer>();
   #buffered = 0;
+  readonly #maxWriteEvents: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  /** A flush queued behind other writes and not started yet. */
-  #queuedFlush: Promise<void> | undefined;
+  /** The write loop while it runs: one capped write at a time, queued on {@link #chain}. */
+  #pump: Promise<void> | undefined;
+  /** An explicit flush asked for everything: the loop runs until the buffer is empty. */
+  #drain = false;
   /** Every write runs after the previous one, so rows and chunks land in order. */
   #chain: Promise<unknown> = Promise.resolve();
   #disposed = false;
@@ -119,6 +151,7 @@ class PersistenceImpl implements Persistence {
     this.#primary = options.store;
     this.#store = options.store;
     this.#status = { state: 'opening', kind: options.store.kind };
+    this.#maxWriteEvents = Math.max(1, Math.floor(options.maxWriteEvents ?? options.flushEvents * WRITE_EVENTS_PER_FLUSH_EVENTS));
     this.status = {
       getSnapshot: () => this.#status,
       subscribe: (listener) => this.#statusListeners.subscribe(listener),
@@ -174,8 +207,8 @@ class PersistenceImpl implements Persistence {
   }
 
   saveTurn(turnId: string): void {
+    // Only events already written count in the row's lastSeq; buffered ones follow with their chunks.
     void this.#serial(async (store) => {
-      await this.#writeBuffered(store);
       const record = this.#record(turnId, this.#written.get(turnId) ?? 0);
       if (record !== undefined) await store.putTurn(record);
     }, undefined);
@@ -185,33 +218,26 @@ class PersistenceImpl implements Persistence {
     if (this.#disposed) return;
     let buffer = this.#buffers.get(turnId);
     if (buffer === undefined) {
-      buffer = [];
+      buffer = { events: [], start: 0 };
       this.#buffers.set(turnId, buffer);
     }
-    buffer.push(event);
+    buffer.events.push(event);
     this.#buffered += 1;
-    if (this.#buffered >= this.#options.flushEvents) void this.flush();
-    else this.#timer ??= setTimeout(() => void this.flush(), this.#options.flushMs);
+    if (this.#buffered >= this.#options.flushEvents) {
+      if (this.#pump === undefined) this.#startPump();
+    } else {
+      this.#timer ??= setTimeout(this.#onTimer, this.#options.flushMs);
+    }
   }
 
   flush(): Promise<void> {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
     if (this.#buffered === 0) return this.#chain.then(() => undefined);
-    // One queued write takes everything buffered when it starts: never queue a second one behind it.
-    if (this.#queuedFlush !== undefined) return this.#queuedFlush;
-    const flushed = this.#serial(async (store) => {
-      if (this.#queuedFlush === flushed) this.#queuedFlush = undefined;
-      await this.#writeBuffered(store);
-    }, undefined);
-    this.#queuedFlush = flushed;
-    return flushed;
+    this.#drain = true;
+    return this.#pump ?? this.#startPump();
   }
 
   end(turnId: string, folded: FoldedTurn): Promise<void> {
-    void this.flush();
+    this.#dropBuffer(turnId);
     return this.#serial(async (store) => {
       const base = this.#record(turnId, folded.lastSeq);
       if (base === undefined) return;
@@ -231,11 +257,7 @@ class PersistenceImpl implements Persistence {
   }
 
   discard(turnId: string): void {
-    const dropped = this.#buffers.get(turnId);
-    if (dropped !== undefined) {
-      this.#buffered -= dropped.length;
-      this.#buffers.delete(turnId);
-    }
+    this.#dropBuffer(turnId);
     this.#written.delete(turnId);
     void this.#serial((store) => store.deleteTurn(turnId), undefined);
   }
@@ -266,25 +288,81 @@ class PersistenceImpl implements Persistence {
     this.#store.close();
   }
 
-  /** Writes every buffered event: contiguous runs become chunks, all in one call. */
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    if (this.#pump === undefined && this.#buffered > 0) this.#startPump();
+  };
+
+  /**
+   * Runs the write loop: one capped write, then another while a full flush is buffered
+   * (or an explicit flush wants everything). Each write is its own step on the chain, so
+   * folds and loads queued meanwhile run between writes, and the page gets the event loop
+   * back between transactions. A remainder below `flushEvents` waits for the timer.
+   */
+  #startPump(): Promise<void> {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#pump = this.#runPump();
+    return this.#pump;
+  }
+
+  async #runPump(): Promise<void> {
+    do {
+      await this.#serial((store) => this.#writeBuffered(store), undefined);
+    } while (this.#buffered > 0 && (this.#drain || this.#buffered >= this.#options.flushEvents));
+    // Decided and cleared in one step: a flush() from now on starts a new loop.
+    this.#pump = undefined;
+    if (this.#buffered === 0) this.#drain = false;
+    else if (!this.#disposed) this.#timer ??= setTimeout(this.#onTimer, this.#options.flushMs);
+  }
+
+  #dropBuffer(turnId: string): void {
+    const dropped = this.#buffers.get(turnId);
+    if (dropped === undefined) return;
+    this.#buffered -= dropped.events.length - dropped.start;
+    this.#buffers.delete(turnId);
+  }
+
+  /**
+   * Writes up to `maxWriteEvents` buffered events, in one call: contiguous runs become
+   * chunks. A turn only partly taken moves to the back, so a long backlog of one turn
+   * does not hold the others' events back.
+   */
   async #writeBuffered(store: Store): Promise<void> {
-    if (this.#buffered === 0) return;
-    const buffers = this.#buffers;
-    this.#buffers = new Map();
-    this.#buffered = 0;
+    let budget = this.#maxWriteEvents;
     const items: { record: TurnRecord; chunk: EventChunk }[] = [];
-    for (const [turnId, events] of buffers) {
+    for (const [turnId, buffer] of this.#buffers) {
+      if (budget === 0) break;
+      const { events, start } = buffer;
+      const end = Math.min(events.length, start + budget);
+      budget -= end - start;
+      this.#buffered -= end - start;
+      if (end === events.length) {
+        this.#buffers.delete(turnId);
+      } else {
+        this.#buffers.delete(turnId);
+        this.#buffers.set(turnId, buffer);
+        // Compact once more than half is taken: each event is copied at most once more.
+        if (end * 2 > events.length) {
+          buffer.events = events.slice(end);
+          buffer.start = 0;
+        } else {
+          buffer.start = end;
+        }
+      }
       // A skipped seq (an unknown event type) splits the run: chunks must be contiguous.
-      let start = 0;
-      for (let i = 1; i <= events.length; i++) {
-        if (i < events.length && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
-        const run = events.slice(start, i);
+      let first = start;
+      for (let i = start + 1; i <= end; i++) {
+        if (i < end && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
+        const run = events.slice(first, i);
         const lastSeq = (run[run.length - 1] as TurnEvent).seq;
         const record = this.#record(turnId, lastSeq);
         if (record !== undefined) items.push({ record, chunk: { turnId, firstSeq: (run[0] as TurnEvent).seq, lastSeq, events: run } });
-        start = i;
+        first = i;
       }
-      this.#written.set(turnId, (events[events.length - 1] as TurnEvent).seq);
+      this.#written.set(turnId, (events[end - 1] as TurnEvent).seq);
     }
     if (items.length === 0) return;
     if (store.appendChunks !== undefined) {

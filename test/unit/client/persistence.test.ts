@@ -124,6 +124,104 @@ describe('batched writes', () => {
   });
 });
 
+describe('bursts: capped writes, one in flight', () => {
+  /** A store whose batch writes stay open until the test completes them, like slow IndexedDB transactions. */
+  function gatedStore() {
+    const inner = createMemoryStore();
+    const writes: number[] = [];
+    const open: (() => void)[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const store: Store = {
+      ...inner,
+      kind: 'gated',
+      appendChunks: async (items) => {
+        writes.push(items.reduce((sum, item) => sum + item.chunk.events.length, 0));
+        inFlight += 1;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        await new Promise<void>((resolve) => open.push(resolve));
+        inFlight -= 1;
+        await inner.appendChunks(items);
+      },
+    };
+    return { store, inner, writes, open, maxInFlight: () => maxInFlight };
+  }
+
+  /** One macrotask: what separates two network reads. */
+  const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('writes a 100 000-event burst in capped transactions, one at a time, and every event lands in order', async () => {
+    const gated = gatedStore();
+    const persistence = persistenceOver(gated.store);
+    await persistence.open();
+    const total = 100_000;
+    const perRead = 700;
+    let reads = 0;
+    for (let first = 1; first <= total; first += perRead) {
+      for (let seq = first; seq < first + perRead && seq <= total; seq++) persistence.append('turn_a', delta('turn_a', seq, 'x'));
+      reads += 1;
+      // Storage is slower than the stream: one transaction completes every ten reads, so a backlog builds up.
+      if (reads % 10 === 0) gated.open.shift()?.();
+      await nextTask();
+    }
+    const flushed = persistence.flush();
+    let settled = false;
+    void flushed.then(() => (settled = true));
+    while (!settled) {
+      gated.open.shift()?.();
+      await nextTask();
+    }
+    const cap = 256 * 16;
+    expect(gated.writes.reduce((sum, events) => sum + events, 0)).toBe(total);
+    expect(Math.max(...gated.writes)).toBeLessThanOrEqual(cap);
+    expect(gated.maxInFlight()).toBe(1);
+    // Under a backlog every write is full: about total / cap transactions, not one per flushEvents.
+    expect(gated.writes.length).toBeLessThanOrEqual(Math.ceil(total / cap) + 12);
+    expect(gated.writes.filter((events) => events === cap).length).toBeGreaterThanOrEqual(Math.floor(total / cap) - 1);
+    const loaded = await gated.inner.loadTurn('turn_a');
+    expect(loaded?.events.length).toBe(total);
+    expect(loaded?.events.every((event, index) => event.seq === index + 1)).toBe(true);
+    expect(loaded?.record.lastSeq).toBe(total);
+  });
+
+  it('serves every turn under a backlog, and folds an ended turn without writing its buffered events as chunks first', async () => {
+    const gated = gatedStore();
+    const persistence = createPersistence({
+      store: gated.store,
+      memoryByChoice: false,
+      flushMs: 16,
+      flushEvents: 10,
+      maxWriteEvents: 50,
+      retentionMs: 1000,
+      now: Date.now,
+      emit: () => undefined,
+    });
+    for (const id of ['turn_a', 'turn_b']) persistence.track(id, () => ({ conversationId: 'conv_1', status: 'streaming', createdAt: 1 }));
+    await persistence.open();
+    for (let seq = 1; seq <= 200; seq++) persistence.append('turn_a', delta('turn_a', seq, 'a'));
+    for (let seq = 1; seq <= 20; seq++) persistence.append('turn_b', delta('turn_b', seq, 'b'));
+    // The first write took 50 of turn_a; turn_b goes next, before the rest of turn_a's backlog.
+    await expect.poll(() => gated.writes).toEqual([50]);
+    gated.open.shift()?.();
+    await expect.poll(() => gated.writes).toEqual([50, 50]);
+    expect((await gated.inner.loadTurn('turn_b'))?.events ?? []).toEqual([]);
+    const ended = persistence.end('turn_a', { status: 'complete', text: 'a'.repeat(200), actions: [], lastSeq: 200 });
+    const flushed = persistence.flush();
+    let settled = false;
+    void Promise.all([ended, flushed]).then(() => (settled = true));
+    while (!settled) {
+      gated.open.shift()?.();
+      await nextTask();
+    }
+    // turn_a's 200 - 50 - 30 buffered events went into its folded row, not into chunk writes.
+    expect(gated.writes).toEqual([50, 50]);
+    expect((await gated.inner.loadTurn('turn_b'))?.events.map((event) => event.seq)).toEqual(range(20));
+    const folded = await gated.inner.loadTurn('turn_a');
+    expect(folded?.record).toEqual(expect.objectContaining({ status: 'complete', lastSeq: 200, text: 'a'.repeat(200) }));
+    expect(folded?.events).toEqual([]);
+  });
+});
+
 describe('storage failing mid-session (rows 27, 28)', () => {
   function flakyStore(failFrom: number, failOpen = false): { store: Store; writes: () => number } {
     const inner = createMemoryStore();
