@@ -186,7 +186,8 @@ export function throughputReport(result: ThroughputResult): string {
       '',
       'During the median Lifeline run:',
       `- long tasks > 50 ms: ${m.longTasks} (longest ${fixed(m.longTaskMaxMs)} ms, ${fixed(m.longTaskTotalMs)} ms in total)`,
-      `- event-loop lag (10 ms timer): mean ${fixed(m.lag.meanMs)} ms, p99 ${fixed(m.lag.p99Ms)} ms, max ${fixed(m.lag.maxMs)} ms`,
+      `- event-loop lag (a 10 ms timer, ${m.lag.samples} firings in ${fixed(m.ms / 1000, 2)} s): mean ${fixed(m.lag.meanMs)} ms, ` +
+        `p99 ${fixed(m.lag.p99Ms)} ms, max ${fixed(m.lag.maxMs)} ms`,
       `- IndexedDB read-write transactions: ${m.readwriteTx} → ${fixed(m.readwriteTx / seconds, 0)} tx/s, ` +
         `${fixed(m.events / Math.max(1, m.readwriteTx), 0)} events per transaction; all writes durable ` +
         `${fixed((m.durableMs ?? m.ms) - m.ms, 0)} ms after completion`,
