@@ -832,12 +832,7 @@ export class TurnFollower implements Turn {
     const status = end?.status ?? this.#status;
     this.#status = status;
     this.#setConnection({ state: 'closed', attempt: 0 });
-    void this.#deps.persistence.end(this.id, {
-      status,
-      text: turnText(this.#state),
-      actions: this.#state.actions,
-      lastSeq: this.#state.lastSeq,
-    });
+    this.#fold(status);
     if (end !== undefined) this.#emit({ type: 'completed', turnId: this.id, status: end.status });
     this.#settled();
   }
@@ -851,16 +846,20 @@ export class TurnFollower implements Turn {
     this.#stopNetwork();
     this.#setConnection({ state: 'closed', attempt: this.#streamBackoff.attempt });
     this.#emit({ type: 'failed', scope, id: this.id, error });
-    if (fold) {
-      void this.#deps.persistence.end(this.id, {
-        status: 'failed',
-        text: turnText(this.#state),
-        actions: this.#state.actions,
-        lastSeq: this.#state.lastSeq,
-        error,
-      });
-    }
+    if (fold) this.#fold('failed', error);
     this.#settled();
+  }
+
+  /** Stores the ended turn as one row with its text (its events are dropped). */
+  #fold(status: TurnStatus, error?: LifelineError): void {
+    const state = this.#state;
+    void this.#deps.persistence.end(this.id, {
+      status,
+      text: turnText(state),
+      actions: state.actions,
+      lastSeq: state.lastSeq,
+      ...(error === undefined ? {} : { error }),
+    });
   }
 
   #settled(): void {

@@ -4,7 +4,8 @@
  * hand-made `Response` objects.
  */
 import { ProtocolError, TransportError, type LifelineError, type LifelineErrorCode } from '../errors.js';
-import { errorBodySchema, submitAnswerSchema, type SubmitAnswer } from '../protocol/schemas.js';
+import { submitAnswerSchema, type SubmitAnswer } from '../protocol/schemas.js';
+import { readServerError } from '../transport/http.js';
 import { parseRetryAfter } from '../core/backoff.js';
 
 /** What one attempt came to. */
@@ -41,19 +42,6 @@ async function readJson(response: Response): Promise<JsonRead> {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
     return { ok: false };
-  }
-}
-
-/** The `{"error":{code,message}}` body of an error answer, when it has one. */
-async function readServerError(response: Response): Promise<{ code: string; message: string } | undefined> {
-  try {
-    const body = await readJson(response);
-    if (!body.ok) return undefined;
-    const parsed = errorBodySchema.safeParse(body.value);
-    return parsed.success ? parsed.data.error : undefined;
-  } catch {
-    // The status alone decides what happens next; a body cut short changes nothing.
-    return undefined;
   }
 }
 

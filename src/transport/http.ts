@@ -3,7 +3,7 @@
  * non-success answer into a typed error with what the retry loops need to decide.
  */
 import type { z } from 'zod';
-import { ProtocolError, TransportError, type LifelineError } from '../errors.js';
+import { ProtocolError, TransportError, type LifelineError, type LifelineErrorCode } from '../errors.js';
 import { parseRetryAfter } from '../core/backoff.js';
 import { errorBodySchema } from '../protocol/schemas.js';
 import type { HeadersInput } from '../types.js';
@@ -112,30 +112,41 @@ export async function requestJson<T>(
 /** Largest error body read; anything past it is ignored (error bodies are tiny). */
 const MAX_ERROR_BODY = 16 * 1024;
 
+/** Statuses with a meaning of their own: code, message, what to do. */
+const STATUS_FAILURES: Readonly<Record<number, readonly [LifelineErrorCode, string, FailureDisposition]>> = {
+  401: ['unauthorized', 'The server answered 401 Unauthorized.', 'auth'],
+  403: ['forbidden', 'The server answered 403 Forbidden.', 'auth'],
+  404: ['turn_not_found', 'The server does not know this turn (404).', 'fatal'],
+  410: ['turn_expired', "The turn's log has expired (410).", 'fatal'],
+  429: ['rate_limited', 'The server is rate limiting (429).', 'retry'],
+  503: ['server_unavailable', 'The server is unavailable (503).', 'retry'],
+};
+
 /** Classifies a non-success response; reads (a bounded part of) its error body. */
 export async function failureFromResponse(response: Response, now: number): Promise<Failure> {
   const status = response.status;
-  const serverCode = await readServerCode(response);
+  const serverCode = (await readServerError(response))?.code;
   const options = { status, ...(serverCode === undefined ? {} : { serverCode }) };
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), now);
-  const withRetryAfter = (failure: Failure): Failure => (retryAfterMs === undefined ? failure : { ...failure, retryAfterMs });
-  if (status === 401) return { error: new TransportError('unauthorized', 'The server answered 401 Unauthorized.', options), disposition: 'auth' };
-  if (status === 403) return { error: new TransportError('forbidden', 'The server answered 403 Forbidden.', options), disposition: 'auth' };
-  if (status === 404) return { error: new TransportError('turn_not_found', 'The server does not know this turn (404).', options), disposition: 'fatal' };
-  if (status === 410) return { error: new TransportError('turn_expired', "The turn's log has expired (410).", options), disposition: 'fatal' };
-  if (status === 429) return withRetryAfter({ error: new TransportError('rate_limited', 'The server is rate limiting (429).', options), disposition: 'retry' });
-  if (status === 503) return withRetryAfter({ error: new TransportError('server_unavailable', 'The server is unavailable (503).', options), disposition: 'retry' });
-  if (status === 400 && serverCode === 'resume_point_ahead') {
-    return { error: new ProtocolError('seq_mismatch', 'The server log is behind the client (resume_point_ahead).', options), disposition: 'rebuild' };
+  const known = STATUS_FAILURES[status];
+  let failure: Failure;
+  if (known !== undefined) failure = { error: new TransportError(known[0], known[1], options), disposition: known[2] };
+  else if (status === 400 && serverCode === 'resume_point_ahead') {
+    failure = { error: new ProtocolError('seq_mismatch', 'The server log is behind the client (resume_point_ahead).', options), disposition: 'rebuild' };
+  } else {
+    const retryable = status >= 500 || status === 408 || status === 425;
+    failure = { error: new TransportError('http_error', `The server answered ${status}.`, options), disposition: retryable ? 'retry' : 'fatal' };
   }
-  const retryable = status >= 500 || status === 408 || status === 425;
-  return withRetryAfter({
-    error: new TransportError('http_error', `The server answered ${status}.`, options),
-    disposition: retryable ? 'retry' : 'fatal',
-  });
+  // Retry-After only matters to an answer that is retried.
+  const retryAfterMs = failure.disposition === 'retry' ? parseRetryAfter(response.headers.get('retry-after'), now) : undefined;
+  return retryAfterMs === undefined ? failure : { ...failure, retryAfterMs };
 }
 
-async function readServerCode(response: Response): Promise<string | undefined> {
+/**
+ * The `{"error":{code,message}}` body of an error answer, when it has one: read only when
+ * it says JSON, and only up to 16 KiB. Never throws: the status alone decides what happens
+ * next, a body cut short changes nothing.
+ */
+export async function readServerError(response: Response): Promise<{ code: string; message: string } | undefined> {
   const type = response.headers.get('content-type') ?? '';
   if (!type.includes('json') || response.body === null) {
     await response.body?.cancel().catch(() => undefined);
@@ -145,7 +156,7 @@ async function readServerCode(response: Response): Promise<string | undefined> {
     const text = await readTextCapped(response, MAX_ERROR_BODY);
     if (text === undefined) return undefined;
     const parsed = errorBodySchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data.error.code : undefined;
+    return parsed.success ? parsed.data.error : undefined;
   } catch {
     return undefined;
   }
