@@ -10,7 +10,7 @@ import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
 import { ID_PATTERN, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
-import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
+import { createPersistence, type OutboxStorage, type Persistence, type TurnMessage } from './storage/persistence.js';
 import { createOutbox, type OutboxController } from './outbox/outbox.js';
 import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted, type SubmissionTracker } from './outbox/views.js';
 import type { Store } from './storage/store.js';
@@ -231,8 +231,10 @@ class Client implements LifelineClient {
           this.#assertUsable();
           return this.#submissions.track(this.#outbox.enqueue(conversationId, content).operationId);
         },
+        stored: (turnId) => this.#persistence.message(turnId),
       });
       this.#conversations.set(conversationId, view);
+      void this.#hydrate(conversationId);
     }
     return view;
   }
@@ -282,7 +284,9 @@ class Client implements LifelineClient {
    * to storage at once, so a reload before its first event still resumes it), and
    * returns the turn handle for `Submission.accepted`.
    */
-  followAccepted(entry: Pick<OutboxEntry, 'operationId' | 'conversationId'>, answer: SubmitAnswer): Turn {
+  followAccepted(entry: Pick<OutboxEntry, 'operationId' | 'conversationId'> & Partial<Pick<OutboxEntry, 'content'>>, answer: SubmitAnswer): Turn {
+    // The turn's row keeps the message: the outbox deletes the entry soon after acceptance.
+    if (entry.content !== undefined) this.#persistence.setMessage(answer.turnId, { content: entry.content, operationId: entry.operationId });
     const turn = this.turn(answer.turnId) as TurnFollower;
     turn.setOrigin({ conversationId: entry.conversationId, messageId: answer.messageId, operationId: entry.operationId });
     return turn;
@@ -330,6 +334,27 @@ class Client implements LifelineClient {
       if (stored !== undefined && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
     }
     follower.start();
+  }
+
+  /**
+   * Shows a conversation's stored turns from storage, without the network: ended turns
+   * are not restored at start, yet the conversation lists them (and the messages that
+   * started them) after a reload.
+   */
+  async #hydrate(conversationId: string): Promise<void> {
+    await this.ready;
+    if (this.#disposed) return;
+    const records = await this.#persistence.loadConversation(conversationId);
+    for (const record of records) {
+      if (this.#disposed || this.#followers.has(record.id)) continue;
+      const follower = this.#createFollower(record.id);
+      if (record.text !== undefined) {
+        // Folded: the row is the whole turn, nothing more to read.
+        follower.restore({ record, events: [] });
+        this.#restored.add(record.id);
+      }
+      void this.#boot(follower);
+    }
   }
 
   /** One listed turn: adopt it when not held, revive it when it failed, else replay alongside. */
@@ -427,6 +452,8 @@ interface ConversationOutbox {
   /** This conversation's entries, accepted ones included (they link a message to its turn). */
   entries: ExternalStore<readonly OutboxEntry[]>;
   send(content: MessageContent): Submission;
+  /** The user message stored with a turn's row: after a reload the outbox has forgotten it. */
+  stored(turnId: string): TurnMessage | undefined;
 }
 
 /** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
@@ -464,11 +491,13 @@ class ConversationView implements Conversation {
     const placed = new Set<string>();
     for (const turn of turns) {
       if (turn.conversationId !== this.id) continue;
-      const user = this.#sent.get(turn.id);
+      const user = this.#sent.get(turn.id) ?? this.#submissions.stored(turn.id);
       if (user !== undefined) {
         const entry = byTurn.get(turn.id);
-        items.push({ role: 'user', key: user.operationId, content: user.content, ...(entry === undefined ? {} : { submission: entry }) });
-        placed.add(user.operationId);
+        // A row without the operation id still gets a key of its own (':' is in no id).
+        const key = user.operationId ?? `${turn.id}:user`;
+        items.push({ role: 'user', key, content: user.content, ...(entry === undefined ? {} : { submission: entry }) });
+        placed.add(key);
       }
       items.push({ role: 'assistant', key: turn.id, turn });
     }

@@ -15,7 +15,7 @@
  */
 import { createEmitter } from '../core/subscribable.js';
 import { StorageError, isStorageError, type LifelineError } from '../errors.js';
-import type { TurnEvent } from '../protocol/schemas.js';
+import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
 import type { ActionState, EventChunk, LoadedTurn, OutboxRecord, Store, TurnRecord, TurnStatus } from './store.js';
@@ -57,6 +57,12 @@ export interface PersistenceOptions {
   emit: (diagnostic: Diagnostic) => void;
 }
 
+/** The user message that started a turn, as its row keeps it. */
+export interface TurnMessage {
+  content: MessageContent;
+  operationId?: string;
+}
+
 /** The outbox's share of storage, routed to the current (possibly degraded) store. */
 export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
 
@@ -69,6 +75,15 @@ export interface Persistence {
   /** Every unfinished turn with its events; corrupt records are reported and skipped. */
   loadUnfinished(): Promise<LoadedTurn[]>;
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
+  /** Rows of one conversation's stored turns (folded ones with their text), oldest first. */
+  loadConversation(conversationId: string): Promise<TurnRecord[]>;
+  /**
+   * Records the user message that started the turn: its row carries it from the next
+   * write on. Rows read back (every load above) teach it too.
+   */
+  setMessage(turnId: string, message: TurnMessage): void;
+  /** The user message of a turn, once sent from here or read back with its row. */
+  message(turnId: string): TurnMessage | undefined;
   /**
    * Registers how to describe a turn's row; needed before {@link append}/{@link saveTurn}.
    * `meta` answers `undefined` while the row cannot be written yet (conversation unknown).
@@ -79,9 +94,8 @@ export interface Persistence {
   /** Hot path: buffers one applied event. */
   append(turnId: string, event: TurnEvent): void;
   /**
-   * Folds the turn's chunks into its final row, after the writes already queued. Its
-   * buffered events are not written as chunks first: the folded row holds them. Resolves
-   * once written (or given up).
+   * Writes the turn's buffered events (in capped writes, after those already queued),
+   * then folds its chunks into its final row. Resolves once written (or given up).
    */
   end(turnId: string, folded: FoldedTurn): Promise<void>;
   /** Drops the turn's stored events and buffer (before a rebuild from seq 0). */
@@ -131,6 +145,8 @@ class PersistenceImpl implements Persistence {
   readonly outbox: OutboxStorage;
 
   readonly #meta = new Map<string, () => TurnMeta | undefined>();
+  /** User messages per turn, written with every row of the turn (a row write replaces the row). */
+  #messages = new Map<string, TurnMessage>();
   /** Last seq written per turn, so a row written on its own never moves its lastSeq back. */
   readonly #written = new Map<string, number>();
   /** Buffered events per turn, in arrival (= seq) order; turns in the order they are served. */
@@ -188,6 +204,7 @@ class PersistenceImpl implements Persistence {
         const turn = await store.loadTurn(record.id);
         if (turn === undefined) continue;
         this.#reportSkipped(turn.skipped ?? []);
+        this.#learn(turn.record);
         loaded.push(turn);
       }
       return loaded;
@@ -198,8 +215,26 @@ class PersistenceImpl implements Persistence {
     return this.#serial(async (store) => {
       const turn = await store.loadTurn(turnId);
       this.#reportSkipped(turn?.skipped ?? []);
+      if (turn !== undefined) this.#learn(turn.record);
       return turn;
     }, undefined);
+  }
+
+  loadConversation(conversationId: string): Promise<TurnRecord[]> {
+    return this.#serial(async (store) => {
+      const { items, skipped } = await store.loadTurns({ conversationId });
+      this.#reportSkipped(skipped);
+      for (const record of items) this.#learn(record);
+      return items;
+    }, []);
+  }
+
+  setMessage(turnId: string, message: TurnMessage): void {
+    this.#messages.set(turnId, message);
+  }
+
+  message(turnId: string): TurnMessage | undefined {
+    return this.#messages.get(turnId);
   }
 
   track(turnId: string, meta: () => TurnMeta | undefined): void {
@@ -237,7 +272,17 @@ class PersistenceImpl implements Persistence {
   }
 
   end(turnId: string, folded: FoldedTurn): Promise<void> {
-    this.#dropBuffer(turnId);
+    // The ended turn's rest is queued now, so its fold lands right after it rather than
+    // behind a backlog of other turns; other turns keep their own pace.
+    const buffer = this.#buffers.get(turnId);
+    if (buffer !== undefined) {
+      this.#dropBuffer(turnId);
+      const { events, start } = buffer;
+      for (let from = start; from < events.length; from += this.#maxWriteEvents) {
+        const to = Math.min(events.length, from + this.#maxWriteEvents);
+        void this.#serial((store) => this.#writeItems(store, this.#chunkItems(turnId, events, from, to, [])), undefined);
+      }
+    }
     return this.#serial(async (store) => {
       const base = this.#record(turnId, folded.lastSeq);
       if (base === undefined) return;
@@ -271,6 +316,7 @@ class PersistenceImpl implements Persistence {
   clear(): Promise<void> {
     this.#buffers = new Map();
     this.#buffered = 0;
+    this.#messages = new Map();
     return this.#serial(async (store) => {
       await store.clear();
       // Logout must wipe what the original store still holds even after degrading.
@@ -339,10 +385,8 @@ class PersistenceImpl implements Persistence {
       const end = Math.min(events.length, start + budget);
       budget -= end - start;
       this.#buffered -= end - start;
-      if (end === events.length) {
-        this.#buffers.delete(turnId);
-      } else {
-        this.#buffers.delete(turnId);
+      this.#buffers.delete(turnId);
+      if (end < events.length) {
         this.#buffers.set(turnId, buffer);
         // Compact once more than half is taken: each event is copied at most once more.
         if (end * 2 > events.length) {
@@ -352,18 +396,29 @@ class PersistenceImpl implements Persistence {
           buffer.start = end;
         }
       }
-      // A skipped seq (an unknown event type) splits the run: chunks must be contiguous.
-      let first = start;
-      for (let i = start + 1; i <= end; i++) {
-        if (i < end && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
-        const run = events.slice(first, i);
-        const lastSeq = (run[run.length - 1] as TurnEvent).seq;
-        const record = this.#record(turnId, lastSeq);
-        if (record !== undefined) items.push({ record, chunk: { turnId, firstSeq: (run[0] as TurnEvent).seq, lastSeq, events: run } });
-        first = i;
-      }
-      this.#written.set(turnId, (events[end - 1] as TurnEvent).seq);
+      this.#chunkItems(turnId, events, start, end, items);
     }
+    await this.#writeItems(store, items);
+  }
+
+  /** Adds `events[start..end)` of a turn to `items`, one chunk per contiguous run. */
+  #chunkItems(turnId: string, events: readonly TurnEvent[], start: number, end: number, items: { record: TurnRecord; chunk: EventChunk }[]): typeof items {
+    // A skipped seq (an unknown event type) splits the run: chunks must be contiguous.
+    let first = start;
+    for (let i = start + 1; i <= end; i++) {
+      if (i < end && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
+      const run = events.slice(first, i);
+      const lastSeq = (run[run.length - 1] as TurnEvent).seq;
+      const record = this.#record(turnId, lastSeq);
+      if (record !== undefined) items.push({ record, chunk: { turnId, firstSeq: (run[0] as TurnEvent).seq, lastSeq, events: run } });
+      first = i;
+    }
+    this.#written.set(turnId, (events[end - 1] as TurnEvent).seq);
+    return items;
+  }
+
+  /** One call for every chunk: one transaction when the store has `appendChunks`. */
+  async #writeItems(store: Store, items: readonly { record: TurnRecord; chunk: EventChunk }[]): Promise<void> {
     if (items.length === 0) return;
     if (store.appendChunks !== undefined) {
       await store.appendChunks(items);
@@ -372,19 +427,28 @@ class PersistenceImpl implements Persistence {
     for (const { record, chunk } of items) await store.appendChunk(record, chunk);
   }
 
+
   #record(turnId: string, lastSeq: number): TurnRecord | undefined {
     const meta = this.#meta.get(turnId)?.();
     if (meta === undefined) return undefined;
+    const message = this.#messages.get(turnId);
     return {
       id: turnId,
       conversationId: meta.conversationId,
       ...(meta.messageId === undefined ? {} : { messageId: meta.messageId }),
       ...(meta.operationId === undefined ? {} : { operationId: meta.operationId }),
+      ...(message === undefined ? {} : { content: message.content }),
       status: meta.status,
       lastSeq,
       createdAt: meta.createdAt,
       updatedAt: this.#options.now(),
     };
+  }
+
+  /** Keeps the user message a stored row carries, so the turn's next row write keeps it too. */
+  #learn(record: TurnRecord): void {
+    if (record.content === undefined || this.#messages.has(record.id)) return;
+    this.#messages.set(record.id, { content: record.content, ...(record.operationId === undefined ? {} : { operationId: record.operationId }) });
   }
 
   /** Runs `operation` after every earlier write; never rejects (`fallback` on failure). */

@@ -66,6 +66,8 @@ export const turnRecordSchema = z
     conversationId: idSchema,
     messageId: idSchema.exactOptional(),
     operationId: idempotencyKeySchema.exactOptional(),
+    // Optional: rows written before it existed load as they are.
+    content: submitBodySchema.shape.content.exactOptional(),
     status: z.enum(keysOf(STATUS_ENDED)),
     lastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
     createdAt: epochMsSchema,

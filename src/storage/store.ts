@@ -37,6 +37,11 @@ export interface TurnRecord {
   messageId?: string;
   /** Operation id of the submission that created the turn, when known. */
   operationId?: string;
+  /**
+   * The user message that started the turn, when this client sent or saw it sent: the
+   * outbox forgets accepted entries, and the conversation shows it again after a reload.
+   */
+  content?: MessageContent;
   status: TurnStatus;
   lastSeq: number;
   createdAt: number;

@@ -184,7 +184,7 @@ describe('bursts: capped writes, one in flight', () => {
     expect(loaded?.record.lastSeq).toBe(total);
   });
 
-  it('serves every turn under a backlog, and folds an ended turn without writing its buffered events as chunks first', async () => {
+  it('serves every turn under a backlog; an ended turn writes its rest in capped writes, then folds', async () => {
     const gated = gatedStore();
     const persistence = createPersistence({
       store: gated.store,
@@ -213,8 +213,8 @@ describe('bursts: capped writes, one in flight', () => {
       gated.open.shift()?.();
       await nextTask();
     }
-    // turn_a's 200 - 50 - 30 buffered events went into its folded row, not into chunk writes.
-    expect(gated.writes).toEqual([50, 50]);
+    // turn_a's other 120 events went out in writes of at most 50, then the fold deleted its chunks.
+    expect(gated.writes).toEqual([50, 50, 50, 50, 20]);
     expect((await gated.inner.loadTurn('turn_b'))?.events.map((event) => event.seq)).toEqual(range(20));
     const folded = await gated.inner.loadTurn('turn_a');
     expect(folded?.record).toEqual(expect.objectContaining({ status: 'complete', lastSeq: 200, text: 'a'.repeat(200) }));

@@ -37,6 +37,16 @@ describe('stored record schemas', () => {
     expect(turnRecordSchema.safeParse(base).success).toBe(true);
   });
 
+  it('keeps the user message of a turn (text or JSON object); rows without it still load; other values are refused', () => {
+    const base = { id: 't1', conversationId: 'c1', status: 'complete', lastSeq: 2, createdAt: 1, updatedAt: 1, endedAt: 2, text: 'hi' };
+    expect(turnRecordSchema.parse({ ...base, content: 'hello' }).content).toBe('hello');
+    expect(turnRecordSchema.parse({ ...base, content: { text: 'hello', files: [1, 'a', null] } }).content).toEqual({ text: 'hello', files: [1, 'a', null] });
+    expect(turnRecordSchema.parse(base)).not.toHaveProperty('content');
+    for (const content of [42, null, ['a'], undefined]) {
+      expect(turnRecordSchema.safeParse({ ...base, content }).success).toBe(false);
+    }
+  });
+
   it('lists the ended statuses', () => {
     expect([...ENDED_STATUSES].sort()).toEqual(['cancelled', 'complete', 'failed']);
   });
