@@ -355,9 +355,10 @@ class PersistenceImpl implements Persistence {
   }
 
   async #runPump(): Promise<void> {
+    let taken: number;
     do {
-      await this.#serial((store) => this.#writeBuffered(store), undefined);
-    } while (this.#buffered > 0 && (this.#drain || this.#buffered >= this.#options.flushEvents));
+      taken = await this.#serial((store) => this.#writeBuffered(store), 0);
+    } while (taken > 0 && this.#buffered > 0 && (this.#drain || this.#buffered >= this.#options.flushEvents));
     // Decided and cleared in one step: a flush() from now on starts a new loop.
     this.#pump = undefined;
     if (this.#buffered === 0) this.#drain = false;
@@ -373,10 +374,10 @@ class PersistenceImpl implements Persistence {
 
   /**
    * Writes up to `maxWriteEvents` buffered events, in one call: contiguous runs become
-   * chunks. A turn only partly taken moves to the back, so a long backlog of one turn
+   * chunks. Returns how many it took. A turn only partly taken moves to the back, so a long backlog of one turn
    * does not hold the others' events back.
    */
-  async #writeBuffered(store: Store): Promise<void> {
+  async #writeBuffered(store: Store): Promise<number> {
     let budget = this.#maxWriteEvents;
     const items: { record: TurnRecord; chunk: EventChunk }[] = [];
     for (const [turnId, buffer] of this.#buffers) {
@@ -399,6 +400,7 @@ class PersistenceImpl implements Persistence {
       this.#chunkItems(turnId, events, start, end, items);
     }
     await this.#writeItems(store, items);
+    return this.#maxWriteEvents - budget;
   }
 
   /** Adds `events[start..end)` of a turn to `items`, one chunk per contiguous run. */
