@@ -5,9 +5,9 @@
  */
 import { resolveRetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
-import { CancelledError, LifelineError, isLifelineError } from './errors.js';
+import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
-import { ID_PATTERN, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
+import { assertId, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
 import { createPersistence, type OutboxStorage, type Persistence, type TurnMessage } from './storage/persistence.js';
@@ -204,9 +204,7 @@ class Client implements LifelineClient {
 
   turn(turnId: string): Turn {
     this.#assertUsable();
-    if (typeof turnId !== 'string' || !ID_PATTERN.test(turnId)) {
-      throw new LifelineError('invalid_argument', 'A turn id must match ^[A-Za-z0-9_-]{1,128}$.');
-    }
+    assertId('A turn id', turnId);
     const existing = this.#followers.get(turnId);
     if (existing !== undefined) {
       existing.reopen();
@@ -219,9 +217,7 @@ class Client implements LifelineClient {
 
   conversation(conversationId: string): Conversation {
     this.#assertUsable();
-    if (typeof conversationId !== 'string' || !ID_PATTERN.test(conversationId)) {
-      throw new LifelineError('invalid_argument', 'A conversation id must match ^[A-Za-z0-9_-]{1,128}$.');
-    }
+    assertId('A conversation id', conversationId);
     let view = this.#conversations.get(conversationId);
     if (view === undefined) {
       view = new ConversationView(conversationId, () => this.turns.getSnapshot(), (listener) => this.#turnListeners.subscribe(listener), {
@@ -241,9 +237,7 @@ class Client implements LifelineClient {
 
   async recover(conversationId: string): Promise<readonly TurnSnapshot[]> {
     this.#assertUsable();
-    if (typeof conversationId !== 'string' || !ID_PATTERN.test(conversationId)) {
-      throw new LifelineError('invalid_argument', 'A conversation id must match ^[A-Za-z0-9_-]{1,128}$.');
-    }
+    assertId('A conversation id', conversationId);
     await this.ready;
     const listed = await listTurns({ ...this.#http, headers: await this.#http.headers() }, conversationId);
     const work: Promise<void>[] = [];
@@ -438,11 +432,6 @@ class Client implements LifelineClient {
   #assertUsable(): void {
     if (this.#disposed) throw new CancelledError('disposed', 'This Lifeline client was disposed.');
   }
-}
-
-function asLifelineError(error: unknown): LifelineError {
-  if (isLifelineError(error)) return error;
-  return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
 }
 
 /** What a conversation needs from the outbox (issue 6). */

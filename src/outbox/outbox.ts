@@ -21,7 +21,7 @@ import { nanoid } from 'nanoid';
 import { jitteredDelay, resolveRetryPolicy, type RetryPolicy } from '../core/backoff.js';
 import { createEmitter, reportListenerError } from '../core/subscribable.js';
 import { CancelledError, LifelineError, StorageError, TransportError, isStorageError } from '../errors.js';
-import { ID_PATTERN, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import { assertId, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
 import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
@@ -281,9 +281,7 @@ class Outbox implements OutboxController {
 
   enqueue(conversationId: string, content: MessageContent): Enqueued {
     if (this.#disposed.signal.aborted) throw new CancelledError('disposed', 'The outbox was disposed.');
-    if (typeof conversationId !== 'string' || !ID_PATTERN.test(conversationId)) {
-      throw new LifelineError('invalid_argument', 'conversationId must match ^[A-Za-z0-9_-]{1,128}$.');
-    }
+    assertId('conversationId', conversationId);
     const parsed = submitBodySchema.safeParse({ content });
     if (!parsed.success) {
       throw new LifelineError('invalid_argument', 'content must be a string or a JSON object.', { details: parsed.error.issues });

@@ -87,7 +87,8 @@ export function decodeEvent(data: string, limits: DecodeLimits = {}): DecodeResu
   return decodeEventValue(value);
 }
 
-function summarize(error: z.ZodError): string {
+/** The first three issues of a zod error, one line (messages and diagnostics stay small). */
+export function summarize(error: z.ZodError): string {
   return error.issues
     .slice(0, 3)
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)

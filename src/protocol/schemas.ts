@@ -4,9 +4,14 @@
  * it produces with the same ones, so the two cannot drift apart.
  */
 import { z } from 'zod';
+import { LifelineError } from '../errors.js';
 
 /** Ids of conversations, turns and messages: `^[A-Za-z0-9_-]{1,128}$`. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+/** Throws `invalid_argument` unless `value` is an id (`what` names it in the message). */
+export function assertId(what: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw new LifelineError('invalid_argument', `${what} must match ${ID_PATTERN.source}.`);
+}
 /** Idempotency keys: 16–128 characters of `[A-Za-z0-9_-]`. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 /** Resume points: 1 to 15 decimal digits and nothing else. */
@@ -16,7 +21,7 @@ export const MAX_SUBMIT_BYTES = 64 * 1024;
 
 export const idSchema = z.string().regex(ID_PATTERN);
 export const idempotencyKeySchema = z.string().regex(IDEMPOTENCY_KEY_PATTERN);
-const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+export const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 /** ISO 8601 timestamp as produced by `Date.prototype.toISOString`. */
 const timestampSchema = z.string().min(1).max(64);
 
@@ -61,16 +66,16 @@ export const deltaEventSchema = z.object({
 });
 
 export const actionStatusSchema = z.enum(['started', 'completed', 'failed']);
-export const actionEventSchema = z.object({
-  ...eventBase,
-  type: z.literal('action'),
+/** An action's own fields: events add turnId, seq and type; the client's stored action states add seq. */
+export const actionFields = {
   callId: z.string().min(1).max(128),
   name: z.string().min(1).max(128),
   status: actionStatusSchema,
   input: jsonValueSchema.optional(),
   output: jsonValueSchema.optional(),
   error: jsonValueSchema.optional(),
-});
+};
+export const actionEventSchema = z.object({ ...eventBase, type: z.literal('action'), ...actionFields });
 
 export const turnEndStatusSchema = z.enum(['complete', 'failed', 'cancelled']);
 export const turnEndEventSchema = z.object({

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
-import { actionStatusSchema, idempotencyKeySchema, idSchema, jsonValueSchema, submitBodySchema, turnEventSchema } from '../protocol/schemas.js';
+import { summarize } from '../protocol/decode.js';
+import { actionFields, idempotencyKeySchema, idSchema, seqSchema, submitBodySchema, turnEventSchema } from '../protocol/schemas.js';
 import type { LeaseRecord } from './schema.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import type { ActionState, EventChunk, OutboxRecord, OutboxState, TurnRecord, TurnStatus } from './store.js';
@@ -37,7 +38,6 @@ export function isEndedStatus(status: TurnStatus): boolean {
 }
 
 const epochMsSchema = z.number().min(0);
-const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /** `LifelineError#toJSON()` as stored. Codes are open-ended (new ones may be added), so any snake_case code passes. */
 const errorJsonSchema = z.object({
@@ -49,15 +49,7 @@ const errorJsonSchema = z.object({
   serverCode: z.string().exactOptional(),
 });
 
-const actionStateSchema = z.object({
-  callId: z.string().min(1).max(128),
-  name: z.string().min(1).max(128),
-  status: actionStatusSchema,
-  input: jsonValueSchema.optional(),
-  output: jsonValueSchema.optional(),
-  error: jsonValueSchema.optional(),
-  seq: seqSchema,
-}) satisfies z.ZodType<ActionState>;
+const actionStateSchema = z.object({ ...actionFields, seq: seqSchema }) satisfies z.ZodType<ActionState>;
 
 /** A row of object store `turns`. `endedAt` only on ended turns (the sweep index relies on it). */
 export const turnRecordSchema = z
@@ -201,11 +193,4 @@ function describeKey(key: IDBValidKey | undefined): string {
   }
   // A foreign key may be anything; keep messages and diagnostics small.
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
-
-function summarize(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 3)
-    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
-    .join('; ');
 }
