@@ -177,3 +177,8 @@ export function asLifelineError(error: unknown): LifelineError {
   if (branded(error)) return error;
   return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
 }
+
+/** `error` when it is a storage error, else a `storage_write_failed` one saying `message`, with `error` as its cause. */
+export function asStorageError(error: unknown, message: string): StorageError {
+  return isStorageError(error) ? error : new StorageError('storage_write_failed', message, { cause: error });
+}

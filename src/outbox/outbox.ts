@@ -20,7 +20,7 @@
 import { nanoid } from 'nanoid';
 import { jitteredDelay, resolveRetryPolicy, type RetryPolicy } from '../core/backoff.js';
 import { createEmitter, reportListenerError } from '../core/subscribable.js';
-import { CancelledError, LifelineError, StorageError, TransportError, isStorageError } from '../errors.js';
+import { asStorageError, CancelledError, LifelineError, TransportError, type StorageError } from '../errors.js';
 import { assertId, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
@@ -158,10 +158,6 @@ function sameJson(a: unknown, b: unknown): boolean {
 function withoutError(record: OutboxRecord): OutboxRecord {
   const { lastError: _dropped, ...rest } = record;
   return rest;
-}
-
-function asStorageError(error: unknown, message: string): StorageError {
-  return isStorageError(error) ? error : new StorageError('storage_write_failed', message, { cause: error });
 }
 
 /** `promise`, or the signal's reason once it aborts. */

@@ -14,7 +14,7 @@
  * write ever rejects into the client.
  */
 import { createEmitter } from '../core/subscribable.js';
-import { StorageError, isStorageError, type LifelineError } from '../errors.js';
+import { asStorageError, type LifelineError, type StorageError } from '../errors.js';
 import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
@@ -429,7 +429,6 @@ class PersistenceImpl implements Persistence {
     for (const { record, chunk } of items) await store.appendChunk(record, chunk);
   }
 
-
   #record(turnId: string, lastSeq: number): TurnRecord | undefined {
     const meta = this.#meta.get(turnId)?.();
     if (meta === undefined) return undefined;
@@ -503,8 +502,4 @@ class PersistenceImpl implements Persistence {
   #reportSkipped(skipped: readonly StorageError[]): void {
     for (const error of skipped) this.#options.emit({ type: 'storage-error', at: this.#options.now(), error });
   }
-}
-
-function asStorageError(error: unknown, message: string): StorageError {
-  return isStorageError(error) ? error : new StorageError('storage_write_failed', message, { cause: error });
 }
