@@ -278,7 +278,7 @@ export class TurnFollower implements Turn {
     for (const event of events) state = applyEvent(state, event, this.#deps.reducerLimits);
     this.#state = state;
     this.#heardAny = state.lastSeq > 0;
-    this.#status = state.phase === 'pending' ? 'pending' : 'streaming';
+    this.#status = this.#liveStatus();
     // A row without events (accepted, nothing arrived yet) restores where it came from, not text.
     if (state.lastSeq > 0) {
       this.#recovered = { path: 'reload', events: state.lastSeq, at: this.#deps.now() };
@@ -504,7 +504,12 @@ export class TurnFollower implements Turn {
             await this.#backoffWait(error, healthy, retryAfterMs);
             return;
           case 'auth':
-            this.#authOnce(error, 'stream');
+            // 401/403: the next attempt re-reads the headers (a refreshed token); a second one is final.
+            if (this.#authRetried) this.#fail(error, 'stream', false);
+            else {
+              this.#authRetried = true;
+              this.#emit({ type: 'auth-refresh', turnId: this.id });
+            }
             return;
           case 'rebuild':
             this.#startRebuild();
@@ -515,17 +520,6 @@ export class TurnFollower implements Turn {
         }
       }
     }
-  }
-
-  /** 401/403: the next attempt re-reads the headers (a refreshed token); a second one is final. */
-  #authOnce(error: LifelineError, scope: 'stream' | 'replay'): boolean {
-    if (!this.#authRetried) {
-      this.#authRetried = true;
-      this.#emit({ type: 'auth-refresh', turnId: this.id });
-      return true;
-    }
-    this.#fail(error, scope, false);
-    return false;
   }
 
   async #backoffWait(cause: LifelineError, afterHealthy: boolean, retryAfterMs?: number): Promise<void> {
@@ -539,10 +533,15 @@ export class TurnFollower implements Turn {
       this.#fail(new TransportError('retry_exhausted', 'Reconnecting took longer than retry.maxElapsedMs.', { cause }), 'stream', false);
       return;
     }
-    this.#emit({ type: 'retry', scope: 'stream', id: this.id, attempt, delayMs: delay, cause });
     if (this.#status !== 'stalled' && this.#status !== 'recovering') this.#setStatus('reconnecting');
-    this.#setConnection({ state: 'waiting', attempt, nextRetryAt: this.#deps.now() + delay });
-    await this.#sleep(delay);
+    await this.#retryIn('stream', attempt, delay, cause);
+  }
+
+  /** Says a retry is due in `delayMs` and waits for it (or a wake-up). */
+  async #retryIn(scope: 'stream' | 'replay', attempt: number, delayMs: number, cause: LifelineError): Promise<void> {
+    this.#emit({ type: 'retry', scope, id: this.id, attempt, delayMs, cause });
+    this.#setConnection({ state: 'waiting', attempt, nextRetryAt: this.#deps.now() + delayMs });
+    await this.#sleep(delayMs);
   }
 
   async #waitOnline(): Promise<void> {
@@ -635,9 +634,7 @@ export class TurnFollower implements Turn {
               this.#fail(new TransportError('retry_exhausted', 'Replaying took longer than retry.maxElapsedMs.', { cause: failure.error }), 'replay', false);
               return;
             }
-            this.#emit({ type: 'retry', scope: 'replay', id: this.id, attempt: backoff.attempt, delayMs: delay, cause: failure.error });
-            this.#setConnection({ state: 'waiting', attempt: backoff.attempt, nextRetryAt: this.#deps.now() + delay });
-            await this.#sleep(delay);
+            await this.#retryIn('replay', backoff.attempt, delay, failure.error);
             continue;
           }
           case 'auth':

@@ -23,6 +23,7 @@ import { createEmitter, reportListenerError } from '../core/subscribable.js';
 import { asStorageError, CancelledError, LifelineError, TransportError, type StorageError } from '../errors.js';
 import { assertId, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
+import { endpoint } from '../transport/http.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
 import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
 import { classifyResponse, classifyThrown, type AttemptOutcome } from './classify.js';
@@ -234,8 +235,7 @@ class Outbox implements OutboxController {
 
   constructor(deps: OutboxDeps) {
     this.#storage = deps.storage;
-    const base = deps.baseUrl.replace(/\/+$/, '');
-    this.#url = (conversationId) => `${base}/conversations/${encodeURIComponent(conversationId)}/messages`;
+    this.#url = (conversationId) => endpoint(deps.baseUrl, `/conversations/${encodeURIComponent(conversationId)}/messages`);
     this.#fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#headers = deps.headers;
     this.#policy = resolveRetryPolicy(deps.retry);

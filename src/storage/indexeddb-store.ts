@@ -344,7 +344,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async loadTurns(filter: { unfinished?: boolean; conversationId?: string } = {}): Promise<LoadResult<TurnRecord>> {
-    const [values, keys] = await this.#run(['turns'], 'readonly', 'read', async (tx) => {
+    const [values, keys] = await this.#run(['turns'], 'readonly', async (tx) => {
       const turns = tx.objectStore('turns');
       if (filter.conversationId !== undefined) return valuesAndKeys(turns.index('by-conversation'), filter.conversationId);
       if (filter.unfinished) {
@@ -361,7 +361,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async loadTurn(turnId: string): Promise<LoadedTurn | undefined> {
-    const [row, chunks, chunkKeys] = await this.#run(['turns', 'chunks'], 'readonly', 'read', (tx) => {
+    const [row, chunks, chunkKeys] = await this.#run(['turns', 'chunks'], 'readonly', (tx) => {
       const range = chunkRange(turnId);
       const chunkStore = tx.objectStore('chunks');
       return Promise.all([promised<unknown>(tx.objectStore('turns').get(turnId)), promised(chunkStore.getAll(range)), promised(chunkStore.getAllKeys(range))]);
@@ -376,9 +376,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
 
   async putTurn(record: TurnRecord): Promise<void> {
     const row = cleanTurn(record);
-    await this.#run(['turns'], 'readwrite', 'write', async (tx) => {
-      await promised(tx.objectStore('turns').put(row));
-    });
+    await this.#writeOne('turns', (turns) => turns.put(row));
   }
 
   appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void> {
@@ -395,7 +393,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
       records.push(...splitChunk(cleanChunk(row, chunk)));
       rows.set(row.id, row);
     }
-    await this.#run(['turns', 'chunks'], 'readwrite', 'write', async (tx) => {
+    await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       const chunkStore = tx.objectStore('chunks');
       const turnStore = tx.objectStore('turns');
       // put() clones its value on the main thread. A burst can hand over tens of
@@ -425,7 +423,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   async foldTurn(record: TurnRecord): Promise<void> {
     const row = cleanTurn(record);
     if (row.text === undefined) throw invalid(`foldTurn(${row.id}) needs the folded text on the record.`);
-    await this.#run(['turns', 'chunks'], 'readwrite', 'write', async (tx) => {
+    await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       await allRequests((add) => {
         add(promised(tx.objectStore('chunks').delete(chunkRange(row.id))));
         add(promised(tx.objectStore('turns').put(row)));
@@ -434,7 +432,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async deleteTurn(turnId: string): Promise<void> {
-    await this.#run(['turns', 'chunks'], 'readwrite', 'write', async (tx) => {
+    await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       await allRequests((add) => {
         add(promised(tx.objectStore('chunks').delete(chunkRange(turnId))));
         add(promised(tx.objectStore('turns').delete(turnId)));
@@ -444,7 +442,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
 
   async sweepEnded(before: number): Promise<number> {
     if (!Number.isFinite(before)) throw invalid('sweepEnded(before) needs a finite epoch ms.');
-    return this.#run(['turns', 'chunks'], 'readwrite', 'write', async (tx) => {
+    return this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
       // Keys only: old texts are deleted, not read.
@@ -460,28 +458,24 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async loadOutbox(): Promise<LoadResult<OutboxRecord>> {
-    const [values, keys] = await this.#run(['outbox'], 'readonly', 'read', (tx) => valuesAndKeys(tx.objectStore('outbox').index('by-order')));
+    const [values, keys] = await this.#run(['outbox'], 'readonly', (tx) => valuesAndKeys(tx.objectStore('outbox').index('by-order')));
     return checkAll<OutboxRecord>(outboxRecordSchema, 'outbox', values, keys);
   }
 
   async putOutbox(record: OutboxRecord): Promise<void> {
     const row = cleanOutbox(record);
-    await this.#run(['outbox'], 'readwrite', 'write', async (tx) => {
-      await promised(tx.objectStore('outbox').put(row));
-    });
+    await this.#writeOne('outbox', (outbox) => outbox.put(row));
   }
 
   async deleteOutbox(operationId: string): Promise<void> {
-    await this.#run(['outbox'], 'readwrite', 'write', async (tx) => {
-      await promised(tx.objectStore('outbox').delete(operationId));
-    });
+    await this.#writeOne('outbox', (outbox) => outbox.delete(operationId));
   }
 
   async tryLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean> {
     if (!name || !owner || !(ttlMs > 0) || !Number.isFinite(ttlMs) || !Number.isFinite(now)) {
       throw invalid('tryLease needs a name, an owner, a positive ttlMs and a finite now.');
     }
-    return this.#run(['leases'], 'readwrite', 'write', async (tx) => {
+    return this.#run(['leases'], 'readwrite', async (tx) => {
       const leases = tx.objectStore('leases');
       const current = checkRecord(leaseRecordSchema, await promised<unknown>(leases.get(name)), 'leases', name);
       // An unreadable lease protects nothing; taking it over is the only way forward.
@@ -492,7 +486,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async releaseLease(name: string, owner: string): Promise<void> {
-    await this.#run(['leases'], 'readwrite', 'write', async (tx) => {
+    await this.#run(['leases'], 'readwrite', async (tx) => {
       const leases = tx.objectStore('leases');
       const current = checkRecord(leaseRecordSchema, await promised<unknown>(leases.get(name)), 'leases', name);
       if (current.ok && current.value.owner === owner) await promised(leases.delete(name));
@@ -501,7 +495,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
 
   async clear(): Promise<void> {
     // Clearing the stores, not deleting the database: other tabs keep a working connection.
-    await this.#run(ALL_STORES, 'readwrite', 'write', async (tx) => {
+    await this.#run(ALL_STORES, 'readwrite', async (tx) => {
       await allRequests((add) => {
         for (const name of ALL_STORES) add(promised(tx.objectStore(name).clear()));
       });
@@ -515,13 +509,13 @@ class IndexedDbStoreImpl implements IndexedDbStore {
    * fresh one: the lost transaction committed nothing, and that is how the next write
    * lands after the database was deleted underneath.
    */
-  async #run<R>(names: StoreName[], mode: IDBTransactionMode, operation: Operation, body: (tx: IDBTransaction) => Promise<R>): Promise<R> {
+  async #run<R>(names: StoreName[], mode: IDBTransactionMode, body: (tx: IDBTransaction) => Promise<R>): Promise<R> {
     for (let attempt = 0; ; attempt++) {
       const db = await this.#connect();
       try {
         return await inTransaction(db, names, mode, body);
       } catch (cause) {
-        const error = toStorageError(cause, operation, this.databaseName);
+        const error = toStorageError(cause, mode === 'readonly' ? 'read' : 'write', this.databaseName);
         if (error.code === 'storage_closed' && attempt === 0) {
           this.#drop(db);
           continue;
@@ -530,6 +524,11 @@ class IndexedDbStoreImpl implements IndexedDbStore {
         throw error;
       }
     }
+  }
+
+  /** One request on one object store, in its own read-write transaction. */
+  async #writeOne(name: StoreName, issue: (store: IDBObjectStore) => IDBRequest): Promise<void> {
+    await this.#run([name], 'readwrite', (tx) => promised(issue(tx.objectStore(name))));
   }
 
   #connect(): Promise<IDBDatabase> {
