@@ -1,9 +1,14 @@
 /**
- * One attempt to follow a turn's event stream: one `fetch`, its body read as
- * `text/event-stream`. The reconnect loop, cursor and timing belong to the caller; this
- * never retries. The raw bytes pass a frame limiter before the parser sees them, so a
- * line or event over its cap fails the attempt without ever being buffered whole.
+ * One attempt to follow a turn's event stream: exactly one `fetchEventSource` call.
+ *
+ * `@microsoft/fetch-event-source` 2.0.1 is used only as an SSE parser with a fetch
+ * hook (see FAULTS.md): its own retry is disabled (every end of the attempt throws out
+ * of `onclose`/`onerror`), its header copy is never sent (our `fetch` hook builds the
+ * request from our headers, so a hostile `id:` it copied cannot break a later request),
+ * and the body it reads is wrapped to cap line and event sizes, since its line buffer
+ * has no limit. The reconnect loop, cursor and timing belong to the caller.
  */
+import { fetchEventSource, type EventSourceMessage } from '@microsoft/fetch-event-source';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 import { failureFromResponse, networkFailure, type Failure } from './http.js';
 
@@ -52,136 +57,139 @@ export type SseOutcome =
   | { kind: 'no-content' }
   | { kind: 'failed'; failure: Failure };
 
-/** Runs one attempt; never throws, never retries. Settles as soon as `signal` aborts. */
+/** Thrown out of the library's callbacks to end the attempt without its retry. */
+const STOP = Symbol('lifeline.sse.stop');
+
+/** Runs one attempt; never throws, never retries. */
 export async function runSseAttempt(options: SseAttemptOptions): Promise<SseOutcome> {
   const { signal } = options;
   if (signal.aborted) return { kind: 'aborted' };
-  const aborted = new Promise<SseOutcome>((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'aborted' }), { once: true }));
-  const outcome = await Promise.race([
-    attempt(options).catch(
-      (error: unknown): SseOutcome => ({ kind: 'failed', failure: error instanceof ProtocolError ? { error, disposition: 'retry' } : networkFailure(error) }),
-    ),
-    aborted,
-  ]);
-  return signal.aborted ? { kind: 'aborted' } : outcome;
+  if (!hasDom()) {
+    // Without them the library throws from inside its own callbacks and its promise never settles.
+    return {
+      kind: 'failed',
+      failure: {
+        error: new LifelineError(
+          'invalid_argument',
+          'Following a turn needs `window` and `document` (@microsoft/fetch-event-source 2.0.1 calls them); follow turns in the browser.',
+        ),
+        disposition: 'fatal',
+      },
+    };
+  }
+  let outcome: SseOutcome | undefined;
+
+  const hookedFetch = async (_input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    // The library's own header object (with the wire `last-event-id`) is deliberately dropped.
+    const response = await options.fetch(options.url, {
+      method: 'GET',
+      headers: options.headers,
+      ...(init?.signal ? { signal: init.signal } : {}),
+    });
+    if (response.status !== 200 || response.body === null) return response;
+    return new Response(limitBody(response.body, options.limits), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+
+  try {
+    await fetchEventSource(options.url, {
+      signal,
+      openWhenHidden: true,
+      fetch: hookedFetch,
+      async onopen(response) {
+        if (response.status === 200 && (response.headers.get('content-type') ?? '').toLowerCase().startsWith(EVENT_STREAM)) {
+          options.onOpen();
+          return;
+        }
+        if (response.status === 204) {
+          outcome = { kind: 'no-content' };
+        } else if (response.status === 200) {
+          await response.body?.cancel().catch(() => undefined);
+          const type = response.headers.get('content-type') ?? '(none)';
+          outcome = {
+            kind: 'failed',
+            failure: {
+              error: new TransportError('unexpected_content_type', `Expected ${EVENT_STREAM}, got ${type}.`, { status: 200 }),
+              disposition: 'retry',
+            },
+          };
+        } else {
+          outcome = { kind: 'failed', failure: await failureFromResponse(response, options.now()) };
+        }
+        throw STOP;
+      },
+      onmessage(message: EventSourceMessage) {
+        if (signal.aborted) return;
+        if (message.retry !== undefined) options.onRetry(message.retry);
+        if (message.event === 'heartbeat') options.onMessage('heartbeat', message.data);
+        // Empty blocks, comments, `retry:`-only blocks and `event:` without data carry nothing.
+        else if (message.data !== '') options.onMessage(message.event, message.data);
+      },
+      onclose() {
+        outcome ??= { kind: 'closed' };
+        throw STOP;
+      },
+      onerror(error: unknown) {
+        if (error !== STOP && outcome === undefined) outcome = { kind: 'failed', failure: failureOf(error) };
+        throw STOP;
+      },
+    });
+  } catch (error) {
+    if (error !== STOP && outcome === undefined) outcome = { kind: 'failed', failure: failureOf(error) };
+  }
+  if (signal.aborted) return { kind: 'aborted' };
+  return outcome ?? { kind: 'closed' };
 }
 
-async function attempt(options: SseAttemptOptions): Promise<SseOutcome> {
-  const { signal, url } = options;
-  try {
-    new URL(url, (globalThis as { location?: { href?: string } }).location?.href);
-  } catch {
-    // Outside a page a relative URL resolves against nothing: that is final, not a network blip.
-    return {
-      kind: 'failed',
-      failure: { error: new LifelineError('invalid_argument', `Cannot follow ${url} outside a page: baseUrl must be absolute there.`), disposition: 'fatal' },
-    };
-  }
-  const response = await options.fetch(url, { method: 'GET', headers: options.headers, signal });
-  const { status, body } = response;
-  const type = response.headers.get('content-type');
-  if (status !== 200 || !(type ?? '').toLowerCase().startsWith(EVENT_STREAM)) {
-    if (status === 204) return { kind: 'no-content' };
-    if (status !== 200) return { kind: 'failed', failure: await failureFromResponse(response, options.now()) };
-    await body?.cancel().catch(() => undefined);
-    return {
-      kind: 'failed',
-      failure: { error: new TransportError('unexpected_content_type', `Expected ${EVENT_STREAM}, got ${type ?? '(none)'}.`, { status }), disposition: 'retry' },
-    };
-  }
-  options.onOpen();
-  if (body === null) throw new TypeError('The event stream has no body.');
-  const reader = body.getReader();
-  signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined), { once: true });
-  const check = createFrameLimiter(options.limits);
-  const feed = createEventParser((event, data, retry) => {
-    if (signal.aborted) return;
-    if (retry !== undefined) options.onRetry(retry);
-    if (event === 'heartbeat') options.onMessage(event, data);
-    // Empty blocks, comments, `retry:`-only blocks and `event:` without data carry nothing.
-    else if (data !== '') options.onMessage(event, data);
-  });
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return { kind: 'closed' };
-    const violation = check(value);
-    if (violation === undefined) {
-      feed(value);
-      continue;
-    }
-    // Lines before the oversized one are intact: their events go through first.
-    feed(value.subarray(0, violation.keep));
-    await reader.cancel(violation.error).catch(() => undefined);
-    throw violation.error;
-  }
+/** The globals fetch-event-source touches when an attempt ends. */
+function hasDom(): boolean {
+  const scope = globalThis as { window?: { clearTimeout?: unknown }; document?: { removeEventListener?: unknown } };
+  return typeof scope.window?.clearTimeout === 'function' && typeof scope.document?.removeEventListener === 'function';
+}
+
+function failureOf(error: unknown): Failure {
+  if (error instanceof ProtocolError) return { error, disposition: 'retry' };
+  return networkFailure(error);
 }
 
 /**
- * The event-stream parser: decodes chunks (UTF-8, split characters carried over), cuts
- * lines at CR, LF or CRLF and dispatches a message at every blank line with its `event`
- * (`''` when unnamed), its `data` lines joined by LF, and `retry` when the block set one.
- * Lines without a colon and comments (leading colon) are ignored; `id` is too, since the
- * cursor is the client's own. One space after the colon is dropped. Line breaks are found
- * with `indexOf`, not byte by byte, and a CR search only reruns once passed: streams rarely
- * hold a CR at all.
+ * Wraps a body so that a line or an event block over its cap errors the stream with a
+ * {@link ProtocolError} before the oversized bytes reach the parser's buffer.
  */
-export function createEventParser(dispatch: (event: string, data: string, retry: number | undefined) => void): (chunk: Uint8Array) => void {
-  const decoder = new TextDecoder();
-  let partial = '';
-  let afterCR = false;
-  let event = '';
-  let data = '';
-  let retry: number | undefined;
-  const line = (text: string): void => {
-    if (text === '') {
-      const block = { event, data, retry };
-      event = '';
-      data = '';
-      retry = undefined;
-      dispatch(block.event, block.data, block.retry);
-      return;
-    }
-    const colon = text.indexOf(':');
-    if (colon <= 0) return;
-    const value = text.slice(colon + (text.charCodeAt(colon + 1) === 32 ? 2 : 1));
-    switch (text.slice(0, colon)) {
-      case 'data':
-        data = data === '' ? value : `${data}\n${value}`;
-        break;
-      case 'event':
-        event = value;
-        break;
-      case 'retry': {
-        const ms = parseInt(value, 10);
-        if (!Number.isNaN(ms)) retry = ms;
+function limitBody(body: ReadableStream<Uint8Array>, limits: StreamLimits): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const check = createFrameLimiter(limits);
+  let failed: ProtocolError | undefined;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (failed !== undefined) {
+        // A separate pull: erroring right after enqueueing would discard the good prefix.
+        controller.error(failed);
+        return;
       }
-    }
-  };
-  return (chunk) => {
-    const text = decoder.decode(chunk, { stream: true });
-    const length = text.length;
-    let position = 0;
-    let nextCR = text.indexOf('\r');
-    while (position < length) {
-      if (afterCR) {
-        afterCR = false;
-        if (text.charCodeAt(position) === LF) {
-          position += 1;
-          continue;
-        }
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
       }
-      if (nextCR !== -1 && nextCR < position) nextCR = text.indexOf('\r', position);
-      const nextLF = text.indexOf('\n', position);
-      const end = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
-      if (end === -1) break;
-      afterCR = end === nextCR;
-      const whole = partial + text.slice(position, end);
-      partial = '';
-      position = end + 1;
-      line(whole);
-    }
-    if (position < length) partial += text.slice(position);
-  };
+      const verdict = check(value);
+      if (verdict === undefined) {
+        controller.enqueue(value);
+        return;
+      }
+      failed = verdict.error;
+      await reader.cancel(verdict.error).catch(() => undefined);
+      // Lines before the oversized one are intact: let their events through.
+      if (verdict.keep > 0) controller.enqueue(value.subarray(0, verdict.keep));
+      else controller.error(verdict.error);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
 
 const LF = 10;
