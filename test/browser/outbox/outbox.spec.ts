@@ -202,15 +202,14 @@ test('offline: no request until the browser is back online, then sent at once', 
   await context.setOffline(true);
   await expect.poll(() => page.evaluate(() => window.__outbox.diagnostics.filter((d) => d.type === 'network').map((d) => d.online))).toEqual([false]);
   const operationId = await send(page, 'conv-offline', 'written offline');
-  // A bounded window in which an attempt would have shown up (it fails at once offline).
-  await page.waitForTimeout(500);
-  expect(await countOf(page, 'submit')).toBe(0);
-  expect(posts).toEqual([]);
   expect(await statesOf(page)).toEqual([['queued', 0]]);
 
   await context.setOffline(false);
   await expect.poll(() => acceptedOf(page)).toEqual([{ operationId, turnId: expect.any(String) }]);
   expect(posts.map((p) => p.key)).toEqual([operationId]);
+  // An attempt made while offline fails at once in Chromium and would show as a second
+  // submit and a retry: exactly one submit and no retry prove nothing went out before online.
+  expect(await countOf(page, 'submit')).toBe(1);
   expect(await countOf(page, 'retry')).toBe(0);
   expect(await turnsOf('conv-offline')).toBe(1);
   expect(await failuresOf(page)).toEqual([]);
