@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ProtocolError } from '../errors.js';
-import { TURN_EVENT_TYPES, turnEventSchema, type TurnEvent, type TurnEventType } from './schemas.js';
+import { TURN_EVENT_TYPES, turnEventSchema, type DeltaEvent, type TurnEvent, type TurnEventType } from './schemas.js';
 
 /** Limits applied while decoding untrusted event data. */
 export interface DecodeLimits {
@@ -98,4 +98,28 @@ export function summarize(error: z.ZodError): string {
 /** True when `type` names an event this version of the protocol defines. */
 export function isKnownEventType(type: string): type is TurnEventType {
   return KNOWN.has(type);
+}
+
+/**
+ * A text delta of `turnId`, checked by hand with the schema's verdict (an integer seq ≥ 1,
+ * a string text): text deltas are nearly every event of a turn, on the stream and in
+ * storage, and zod costs far more per event. `undefined` for anything else (the caller
+ * takes the schema's path). With exactly the schema's four keys the object itself is the
+ * event (no copy); else a copy with just those keys, as zod strips unknown ones.
+ */
+export function plainDelta(value: unknown, turnId: string): DeltaEvent | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as { type?: unknown; turnId?: unknown; seq?: unknown; text?: unknown };
+  const { seq, text } = record;
+  if (record.type !== 'delta' || record.turnId !== turnId || typeof text !== 'string' || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
+    return undefined;
+  }
+  return ownKeyCount(record) === 4 ? (record as DeltaEvent) : { turnId, seq, type: 'delta', text };
+}
+
+/** Own enumerable keys, counted without allocating a key array (parsed and cloned objects have no inherited enumerable keys). */
+function ownKeyCount(value: object): number {
+  let count = 0;
+  for (const _key in value) count += 1;
+  return count;
 }

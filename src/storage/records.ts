@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
-import { summarize } from '../protocol/decode.js';
+import { plainDelta, summarize } from '../protocol/decode.js';
 import { actionFields, idempotencyKeySchema, idSchema, seqSchema, submitBodySchema, turnEventSchema } from '../protocol/schemas.js';
 import type { LeaseRecord } from './schema.js';
 import type { TurnEvent } from '../protocol/schemas.js';
@@ -94,7 +94,8 @@ export function checkChunk(value: unknown, key: IDBValidKey | undefined): Checke
   const raw = envelope.data.events;
   const events: TurnEvent[] = [];
   for (let i = 0; i < raw.length; i++) {
-    const delta = plainDelta(raw[i]);
+    // Another turn's delta takes the schema's path and is then caught by chunkProblem.
+    const delta = plainDelta(raw[i], envelope.data.turnId);
     if (delta !== undefined) {
       events.push(delta);
       continue;
@@ -109,16 +110,6 @@ export function checkChunk(value: unknown, key: IDBValidKey | undefined): Checke
   const problem = chunkProblem(chunk);
   if (problem !== undefined) return { ok: false, error: corruptRecord('chunks', key, problem) };
   return { ok: true, value: chunk };
-}
-
-/** A well-formed delta, copied field by field (unknown keys dropped, as zod would); else undefined. */
-function plainDelta(value: unknown): TurnEvent | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { type, text, turnId, seq } = value as Record<string, unknown>;
-  if (type !== 'delta' || typeof text !== 'string' || typeof turnId !== 'string' || typeof seq !== 'number') return undefined;
-  // The turn id must equal the chunk's (chunkProblem), whose own id the envelope validated.
-  if (!Number.isSafeInteger(seq) || seq < 1) return undefined;
-  return { turnId, seq, type: 'delta', text };
 }
 
 /** A record of object store `outbox`. */
