@@ -1,7 +1,8 @@
 /**
- * The IndexedDB `Store`. One database per namespace, every write one transaction that
- * resolves only once durable, every failure a typed `StorageError`.
+ * The IndexedDB `Store` (via idb). One database per namespace, every write one
+ * transaction that resolves only once durable, every failure a typed `StorageError`.
  */
+import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError } from '../errors.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import {
@@ -14,7 +15,7 @@ import {
   outboxRecordSchema,
   turnRecordSchema,
 } from './records.js';
-import { SCHEMA_VERSION, upgradeDatabase, type StoreName } from './schema.js';
+import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema, type UpgradeTransaction } from './schema.js';
 import type { EventChunk, LoadedTurn, LoadResult, OutboxRecord, Store, TurnRecord } from './store.js';
 
 /** Options of {@link createIndexedDbStore}. */
@@ -33,7 +34,7 @@ export interface IndexedDbStoreOptions {
   /**
    * The `IDBFactory` to open with. Default `globalThis.indexedDB`. Meant for tests
    * (`new IDBFactory()` from fake-indexeddb per test); the IndexedDB classes of the same
-   * implementation must be the globals (`fake-indexeddb/auto`): key ranges are built from the global `IDBKeyRange`.
+   * implementation must be the globals (`fake-indexeddb/auto`), as idb checks them.
    */
   indexedDB?: IDBFactory;
 }
@@ -79,30 +80,11 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
   return new IndexedDbStoreImpl(options);
 }
 
+type Names = StoreNames<LifelineDbSchema>;
+type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<LifelineDbSchema, N, M>;
 type Operation = 'read' | 'write';
 
-const ALL_STORES: StoreName[] = ['turns', 'chunks', 'outbox', 'leases'];
-
-/** A request's outcome as a promise; settled from its event, so a transaction awaiting it stays active. */
-function promised<T>(request: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
-}
-
-/** Resolves when `tx` commits; rejects with its error (an abort without one is an `AbortError`). */
-function committed(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onerror = tx.onabort = () => reject(tx.error ?? new DOMException('AbortError', 'AbortError'));
-  });
-}
-
-/** A store's (or index's) values and keys in the same order, read in parallel. */
-function valuesAndKeys(source: IDBObjectStore | IDBIndex, query?: IDBValidKey | IDBKeyRange): Promise<[unknown[], IDBValidKey[]]> {
-  return Promise.all([promised(source.getAll(query)), promised(source.getAllKeys(query))]);
-}
+const ALL_STORES: Names[] = ['turns', 'chunks', 'outbox', 'leases'];
 
 /** Every key `[turnId, seq]` of one turn's chunks. */
 function chunkRange(turnId: string): IDBKeyRange {
@@ -277,9 +259,14 @@ function allRequests(issue: (add: (request: Promise<unknown>) => void) => void):
  * earlier requests of the same write succeeded), the transaction is aborted so nothing
  * half-written commits.
  */
-async function inTransaction<R>(db: IDBDatabase, names: StoreName[], mode: IDBTransactionMode, body: (tx: IDBTransaction) => Promise<R>): Promise<R> {
+async function inTransaction<N extends Names[], M extends IDBTransactionMode, R>(
+  db: LifelineDb,
+  names: N,
+  mode: M,
+  body: (tx: Tx<N, M>) => Promise<R>,
+): Promise<R> {
   const tx = db.transaction(names, mode);
-  const done = committed(tx);
+  const done = tx.done;
   let result: R;
   try {
     result = await body(tx);
@@ -309,8 +296,8 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   readonly #factory: IDBFactory | undefined;
   readonly #openTimeoutMs: number;
   /** The connection being opened or open; undefined until first use and after it was lost. */
-  #connection: Promise<IDBDatabase> | undefined;
-  #db: IDBDatabase | undefined;
+  #connection: Promise<LifelineDb> | undefined;
+  #db: LifelineDb | undefined;
 
   constructor(options: IndexedDbStoreOptions) {
     const namespace = options.namespace ?? 'default';
@@ -346,15 +333,18 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   async loadTurns(filter: { unfinished?: boolean; conversationId?: string } = {}): Promise<LoadResult<TurnRecord>> {
     const [values, keys] = await this.#run(['turns'], 'readonly', async (tx) => {
       const turns = tx.objectStore('turns');
-      if (filter.conversationId !== undefined) return valuesAndKeys(turns.index('by-conversation'), filter.conversationId);
+      if (filter.conversationId !== undefined) {
+        const index = turns.index('by-conversation');
+        return Promise.all([index.getAll(filter.conversationId), index.getAllKeys(filter.conversationId)]);
+      }
       if (filter.unfinished) {
         const index = turns.index('by-status');
-        const parts = await Promise.all(unfinishedRanges().map((range) => valuesAndKeys(index, range)));
+        const parts = await Promise.all(unfinishedRanges().map((range) => Promise.all([index.getAll(range), index.getAllKeys(range)])));
         return [parts.flatMap((part) => part[0]), parts.flatMap((part) => part[1])] as const;
       }
-      return valuesAndKeys(turns);
+      return Promise.all([turns.getAll(), turns.getAllKeys()]);
     });
-    const result = checkAll<TurnRecord>(turnRecordSchema, 'turns', values, keys);
+    const result = checkAll(turnRecordSchema, 'turns', values, keys);
     if (filter.unfinished) result.items = result.items.filter((row) => !ENDED_STATUSES.includes(row.status));
     result.items.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return result;
@@ -364,7 +354,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     const [row, chunks, chunkKeys] = await this.#run(['turns', 'chunks'], 'readonly', (tx) => {
       const range = chunkRange(turnId);
       const chunkStore = tx.objectStore('chunks');
-      return Promise.all([promised<unknown>(tx.objectStore('turns').get(turnId)), promised(chunkStore.getAll(range)), promised(chunkStore.getAllKeys(range))]);
+      return Promise.all([tx.objectStore('turns').get(turnId), chunkStore.getAll(range), chunkStore.getAllKeys(range)]);
     });
     if (row === undefined) return undefined;
     const checked = checkRecord(turnRecordSchema, row, 'turns', turnId);
@@ -376,7 +366,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
 
   async putTurn(record: TurnRecord): Promise<void> {
     const row = cleanTurn(record);
-    await this.#writeOne('turns', (turns) => turns.put(row));
+    await this.#run(['turns'], 'readwrite', (tx) => tx.objectStore('turns').put(row));
   }
 
   appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void> {
@@ -405,7 +395,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
         if (sliceEvents + record.events.length > CLONE_SLICE_EVENTS && slice.length > 0) {
           const ready = slice;
           await allRequests((add) => {
-            for (const chunk of ready) add(promised(chunkStore.put(chunk)));
+            for (const chunk of ready) add(chunkStore.put(chunk));
           });
           slice = [];
           sliceEvents = 0;
@@ -414,8 +404,8 @@ class IndexedDbStoreImpl implements IndexedDbStore {
         sliceEvents += record.events.length;
       }
       await allRequests((add) => {
-        for (const chunk of slice) add(promised(chunkStore.put(chunk)));
-        for (const row of rows.values()) add(promised(turnStore.put(row)));
+        for (const chunk of slice) add(chunkStore.put(chunk));
+        for (const row of rows.values()) add(turnStore.put(row));
       });
     });
   }
@@ -425,8 +415,8 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     if (row.text === undefined) throw invalid(`foldTurn(${row.id}) needs the folded text on the record.`);
     await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       await allRequests((add) => {
-        add(promised(tx.objectStore('chunks').delete(chunkRange(row.id))));
-        add(promised(tx.objectStore('turns').put(row)));
+        add(tx.objectStore('chunks').delete(chunkRange(row.id)));
+        add(tx.objectStore('turns').put(row));
       });
     });
   }
@@ -434,8 +424,8 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   async deleteTurn(turnId: string): Promise<void> {
     await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       await allRequests((add) => {
-        add(promised(tx.objectStore('chunks').delete(chunkRange(turnId))));
-        add(promised(tx.objectStore('turns').delete(turnId)));
+        add(tx.objectStore('chunks').delete(chunkRange(turnId)));
+        add(tx.objectStore('turns').delete(turnId));
       });
     });
   }
@@ -446,11 +436,11 @@ class IndexedDbStoreImpl implements IndexedDbStore {
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
       // Keys only: old texts are deleted, not read.
-      const ids = await promised(turns.index('by-ended').getAllKeys(IDBKeyRange.upperBound(before, true)));
+      const ids = await turns.index('by-ended').getAllKeys(IDBKeyRange.upperBound(before, true));
       await allRequests((add) => {
         for (const id of ids) {
-          add(promised(turns.delete(id)));
-          add(promised(chunks.delete(chunkRange(id as string))));
+          add(turns.delete(id));
+          add(chunks.delete(chunkRange(id)));
         }
       });
       return ids.length;
@@ -458,17 +448,20 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   async loadOutbox(): Promise<LoadResult<OutboxRecord>> {
-    const [values, keys] = await this.#run(['outbox'], 'readonly', (tx) => valuesAndKeys(tx.objectStore('outbox').index('by-order')));
-    return checkAll<OutboxRecord>(outboxRecordSchema, 'outbox', values, keys);
+    const [values, keys] = await this.#run(['outbox'], 'readonly', (tx) => {
+      const index = tx.objectStore('outbox').index('by-order');
+      return Promise.all([index.getAll(), index.getAllKeys()]);
+    });
+    return checkAll(outboxRecordSchema, 'outbox', values, keys);
   }
 
   async putOutbox(record: OutboxRecord): Promise<void> {
     const row = cleanOutbox(record);
-    await this.#writeOne('outbox', (outbox) => outbox.put(row));
+    await this.#run(['outbox'], 'readwrite', (tx) => tx.objectStore('outbox').put(row));
   }
 
   async deleteOutbox(operationId: string): Promise<void> {
-    await this.#writeOne('outbox', (outbox) => outbox.delete(operationId));
+    await this.#run(['outbox'], 'readwrite', (tx) => tx.objectStore('outbox').delete(operationId));
   }
 
   async tryLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean> {
@@ -477,10 +470,10 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     }
     return this.#run(['leases'], 'readwrite', async (tx) => {
       const leases = tx.objectStore('leases');
-      const current = checkRecord(leaseRecordSchema, await promised<unknown>(leases.get(name)), 'leases', name);
+      const current = checkRecord(leaseRecordSchema, await leases.get(name), 'leases', name);
       // An unreadable lease protects nothing; taking it over is the only way forward.
       const free = !current.ok || current.value.owner === owner || current.value.expiresAt <= now;
-      if (free) await promised(leases.put({ name, owner, expiresAt: now + ttlMs }));
+      if (free) await leases.put({ name, owner, expiresAt: now + ttlMs });
       return free;
     });
   }
@@ -488,8 +481,8 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   async releaseLease(name: string, owner: string): Promise<void> {
     await this.#run(['leases'], 'readwrite', async (tx) => {
       const leases = tx.objectStore('leases');
-      const current = checkRecord(leaseRecordSchema, await promised<unknown>(leases.get(name)), 'leases', name);
-      if (current.ok && current.value.owner === owner) await promised(leases.delete(name));
+      const current = checkRecord(leaseRecordSchema, await leases.get(name), 'leases', name);
+      if (current.ok && current.value.owner === owner) await leases.delete(name);
     });
   }
 
@@ -497,7 +490,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     // Clearing the stores, not deleting the database: other tabs keep a working connection.
     await this.#run(ALL_STORES, 'readwrite', async (tx) => {
       await allRequests((add) => {
-        for (const name of ALL_STORES) add(promised(tx.objectStore(name).clear()));
+        for (const name of ALL_STORES) add(tx.objectStore(name).clear());
       });
     });
   }
@@ -509,7 +502,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
    * fresh one: the lost transaction committed nothing, and that is how the next write
    * lands after the database was deleted underneath.
    */
-  async #run<R>(names: StoreName[], mode: IDBTransactionMode, body: (tx: IDBTransaction) => Promise<R>): Promise<R> {
+  async #run<const N extends Names[], M extends IDBTransactionMode, R>(names: N, mode: M, body: (tx: Tx<N, M>) => Promise<R>): Promise<R> {
     for (let attempt = 0; ; attempt++) {
       const db = await this.#connect();
       try {
@@ -526,14 +519,9 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     }
   }
 
-  /** One request on one object store, in its own read-write transaction. */
-  async #writeOne(name: StoreName, issue: (store: IDBObjectStore) => IDBRequest): Promise<void> {
-    await this.#run([name], 'readwrite', (tx) => promised(issue(tx.objectStore(name))));
-  }
-
-  #connect(): Promise<IDBDatabase> {
+  #connect(): Promise<LifelineDb> {
     if (this.#connection) return this.#connection;
-    const connection: Promise<IDBDatabase> = this.#openDatabase().then((db) => {
+    const connection: Promise<LifelineDb> = this.#openDatabase().then((db) => {
       if (this.#connection !== connection) {
         // close() (or a newer open) happened while this one was on its way.
         db.close();
@@ -550,7 +538,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   /** Forgets `db` (if it is the current connection) so the next call opens a fresh one. */
-  #drop(db: IDBDatabase): void {
+  #drop(db: LifelineDb): void {
     if (this.#db === db) {
       this.#db = undefined;
       this.#connection = undefined;
@@ -562,12 +550,15 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     this.onTrouble?.(error);
   }
 
-  /** Opens through the configured factory, handling upgrade, blocked, blocking (versionchange) and terminated (close). */
-  #openDatabase(): Promise<IDBDatabase> {
+  /**
+   * Opens through the configured factory with the four idb callbacks wired by hand:
+   * idb's `openDB` always uses the global `indexedDB`, and the factory is injectable.
+   */
+  #openDatabase(): Promise<LifelineDb> {
     const name = this.databaseName;
     const factory = this.#factory ?? (isIndexedDbAvailable() ? indexedDB : undefined);
     if (!factory) return Promise.reject(new StorageError('storage_unavailable', 'IndexedDB is not available in this environment.'));
-    return new Promise<IDBDatabase>((resolve, reject) => {
+    return new Promise<LifelineDb>((resolve, reject) => {
       let request: IDBOpenDBRequest;
       try {
         request = factory.open(name, SCHEMA_VERSION);
@@ -592,28 +583,32 @@ class IndexedDbStoreImpl implements IndexedDbStore {
       }, this.#openTimeoutMs);
 
       request.addEventListener('upgradeneeded', (event) => {
-        const tx = request.transaction as IDBTransaction;
+        const raw = request.transaction as IDBTransaction;
+        // wrap() gives every transaction a `done` promise; an aborted upgrade must not leave it unhandled.
+        const tx = wrap(raw) as unknown as UpgradeTransaction;
+        tx.done.catch(() => undefined);
         try {
-          upgradeDatabase(request.result, event.oldVersion, event.newVersion, tx);
+          upgradeDatabase(wrap(request.result) as unknown as LifelineDb, event.oldVersion, event.newVersion, tx);
         } catch (cause) {
           migrationError = cause;
-          tx.abort();
+          raw.abort();
         }
       });
       request.addEventListener('blocked', (event) => {
         blocked = { heldVersion: event.oldVersion, wantedVersion: event.newVersion };
       });
       request.addEventListener('success', () => {
-        const db = request.result;
+        const raw = request.result;
         if (settled) {
           // Timed out meanwhile: the caller has its error; do not keep a connection nobody uses.
-          db.close();
+          raw.close();
           return;
         }
         settled = true;
         clearTimeout(timer);
-        db.addEventListener('versionchange', (event) => this.#onBlocking(db, event));
-        db.addEventListener('close', () => this.#onTerminated(db));
+        const db = wrap(raw) as unknown as LifelineDb;
+        raw.addEventListener('versionchange', (event) => this.#onBlocking(db, event));
+        raw.addEventListener('close', () => this.#onTerminated(db));
         resolve(db);
       });
       request.addEventListener('error', () => {
@@ -629,7 +624,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   /** `blocking`: a newer tab wants to upgrade (or delete) the database. Let it, and say so. */
-  #onBlocking(db: IDBDatabase, event: IDBVersionChangeEvent): void {
+  #onBlocking(db: LifelineDb, event: IDBVersionChangeEvent): void {
     this.#drop(db);
     const wanted = event.newVersion === null ? 'delete it' : `upgrade it to version ${event.newVersion}`;
     this.#trouble(
@@ -640,7 +635,7 @@ class IndexedDbStoreImpl implements IndexedDbStore {
   }
 
   /** `terminated`: the browser closed the connection (database deleted, storage cleared). */
-  #onTerminated(db: IDBDatabase): void {
+  #onTerminated(db: LifelineDb): void {
     this.#drop(db);
     this.#trouble(
       new StorageError('storage_closed', `The browser closed "${this.databaseName}" (deleted or cleared); it is reopened on next use.`),

@@ -2,6 +2,8 @@
  * Layout of a Lifeline IndexedDB database and its migrations. One database per
  * namespace, named `lifeline:<namespace>`.
  */
+import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
+import type { EventChunk, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
 
 /** One cross-tab lease (object store `leases`, key `name`). */
 export interface LeaseRecord {
@@ -12,24 +14,35 @@ export interface LeaseRecord {
 }
 
 /**
- * The object stores, their keys and values (what this version writes; what comes back
- * is validated again, see `records.ts`, because another version, an extension or a disk
- * error may have put something else there):
- * - `turns`: key `id`, value `TurnRecord`; indexes `by-conversation` (conversationId),
- *   `by-status` (status) and `by-ended` (endedAt, sparse: only ended rows carry it, so
- *   sweeping reads keys of old ended rows only).
- * - `chunks`: key `[turnId, firstSeq]`, value `EventChunk`.
- * - `outbox`: key `operationId`, value `OutboxRecord`; index `by-order` (order).
- * - `leases`: key `name`, value {@link LeaseRecord}.
+ * The typed schema idb checks every call against. Values are what this version writes;
+ * what comes back is validated again (see `records.ts`), because another version, an
+ * extension or a disk error may have put something else there.
  */
-export type StoreName = 'turns' | 'chunks' | 'outbox' | 'leases';
+export interface LifelineDbSchema extends DBSchema {
+  turns: {
+    key: string;
+    value: TurnRecord;
+    indexes: {
+      'by-conversation': string;
+      'by-status': TurnStatus;
+      /** Sparse: only ended rows carry `endedAt`, so sweeping reads keys of old ended rows only. */
+      'by-ended': number;
+    };
+  };
+  chunks: { key: [turnId: string, firstSeq: number]; value: EventChunk };
+  outbox: { key: string; value: OutboxRecord; indexes: { 'by-order': number } };
+  leases: { key: string; value: LeaseRecord };
+}
+
+export type LifelineDb = IDBPDatabase<LifelineDbSchema>;
+export type UpgradeTransaction = IDBPTransaction<LifelineDbSchema, StoreNames<LifelineDbSchema>[], 'versionchange'>;
 
 /**
  * One step of the schema. Runs inside the `versionchange` transaction: it may create or
  * delete stores and indexes and move data with `transaction`, but must not await
  * anything that is not IndexedDB (the transaction would commit half-way).
  */
-export type Migration = (db: IDBDatabase, transaction: IDBTransaction) => void;
+export type Migration = (db: LifelineDb, transaction: UpgradeTransaction) => void;
 
 /**
  * Ordered migrations: entry `i` takes a database from version `i` to `i + 1`. Shipped
@@ -59,7 +72,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * requested one, in order. A database opened at a version beyond the known migrations
  * (a test forcing a newer version) gets the known ones only.
  */
-export function upgradeDatabase(db: IDBDatabase, oldVersion: number, newVersion: number | null, transaction: IDBTransaction): void {
+export function upgradeDatabase(db: LifelineDb, oldVersion: number, newVersion: number | null, transaction: UpgradeTransaction): void {
   const target = Math.min(newVersion ?? SCHEMA_VERSION, MIGRATIONS.length);
   for (let version = oldVersion; version < target; version++) {
     (MIGRATIONS[version] as Migration)(db, transaction);
