@@ -239,7 +239,12 @@ class Client implements LifelineClient {
     this.#assertUsable();
     assertId('A conversation id', conversationId);
     await this.ready;
-    const listed = await listTurns({ ...this.#http, headers: await this.#http.headers() }, conversationId);
+    const listed = await listTurns(this.#http, conversationId, {
+      policy: this.#followerDeps.retry,
+      clock: { random: this.#followerDeps.random, now: this.#http.now },
+      onRetry: (attempt, delayMs, cause) => this.#emit({ type: 'retry', at: Date.now(), scope: 'replay', id: conversationId, attempt, delayMs, cause }),
+      sleep: (ms) => this.#sleep(ms),
+    });
     const work: Promise<void>[] = [];
     for (const turn of listed) work.push(this.#adopt(turn));
     await Promise.all(work);
@@ -314,7 +319,7 @@ class Client implements LifelineClient {
       for (const id of this.#restored) this.#followers.get(id)?.start();
       for (const conversationId of conversations) {
         this.recover(conversationId).catch((error: unknown) => {
-          this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id: conversationId, error: asLifelineError(error) });
+          if (!this.#disposed) this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id: conversationId, error: asLifelineError(error) });
         });
       }
     });
@@ -367,6 +372,23 @@ class Client implements LifelineClient {
       return;
     }
     await held.replayAlongside();
+  }
+
+  /** Waits `ms` between retries; rejects `disposed` as soon as the client is. */
+  #sleep(ms: number): Promise<void> {
+    this.#assertUsable();
+    return new Promise((resolve, reject) => {
+      const cancel = (): void => {
+        clearTimeout(timer);
+        reject(new CancelledError('disposed', 'This Lifeline client was disposed.'));
+      };
+      const timer = setTimeout(() => {
+        const index = this.#cleanups.indexOf(cancel);
+        if (index >= 0) this.#cleanups.splice(index, 1);
+        resolve();
+      }, ms);
+      this.#cleanups.push(cancel);
+    });
   }
 
   #createFollower(turnId: string): TurnFollower {

@@ -322,13 +322,15 @@ export class TurnFollower implements Turn {
 
   /**
    * Replays the log next to whatever the main loop does (recovery at start, `recover()`):
-   * both paths merge by seq. No-op while the main loop is replaying itself.
+   * both paths merge by seq. No-op while the main loop is replaying itself. A failure
+   * worth retrying hands the replay to the main loop; resolves once that is over.
    */
   async replayAlongside(): Promise<void> {
     if (this.#done || !this.#following || this.#inReplay || this.#alongside !== undefined) return;
     const controller = new AbortController();
     this.#alongside = controller;
     let applied = 0;
+    let retry = false;
     try {
       for (;;) {
         const headers = await this.#deps.headers();
@@ -336,6 +338,9 @@ export class TurnFollower implements Turn {
         const page = await this.#fetchPage(headers, controller.signal);
         if (controller.signal.aborted || this.#done) return;
         if (!page.ok) {
+          // Network, 5xx, 429: the main loop's replay retries it (backoff, Retry-After, a visible give-up).
+          retry = page.failure.disposition === 'retry';
+          if (retry) break;
           this.#emit({ type: 'failed', scope: 'replay', id: this.id, error: page.failure.error });
           return;
         }
@@ -351,6 +356,11 @@ export class TurnFollower implements Turn {
       if (!controller.signal.aborted) this.#emit({ type: 'failed', scope: 'replay', id: this.id, error: asLifelineError(error) });
     } finally {
       if (this.#alongside === controller) this.#alongside = undefined;
+    }
+    if (retry && this.#active) {
+      const over = new Promise<void>((resolve) => this.#replayWaiters.push(resolve));
+      this.#requestReplay({ reason: 'failing' });
+      await over;
     }
   }
 

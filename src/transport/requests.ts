@@ -4,6 +4,7 @@
  */
 import { cancelAnswerSchema, listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
 import { requestJson, type JsonAnswer, type JsonRequest } from './http.js';
+import { withRetry, type RetryLoop } from './retry.js';
 
 export type RequestContext = JsonRequest;
 
@@ -20,8 +21,17 @@ export async function cancelTurn(context: RequestContext, turnId: string): Promi
   return unwrap(await requestJson(context, 'POST', `/turns/${encodeURIComponent(turnId)}/cancel`, cancelAnswerSchema, MAX_ANSWER_BYTES, 'cancel')).turn;
 }
 
-/** A conversation's turns, newest first (at most `limit`, 1–200). */
-export async function listTurns(context: RequestContext, conversationId: string, limit = 200): Promise<TurnObject[]> {
+/**
+ * A conversation's turns, newest first (at most `limit`, 1–200). Retried through `retry`
+ * (network, 5xx, 429 …), with headers read again for each attempt.
+ */
+export async function listTurns(
+  context: Omit<RequestContext, 'headers'> & { headers: () => Promise<Record<string, string>> },
+  conversationId: string,
+  retry: RetryLoop,
+  limit = 200,
+): Promise<TurnObject[]> {
   const path = `/conversations/${encodeURIComponent(conversationId)}/turns?limit=${limit}`;
-  return unwrap(await requestJson(context, 'GET', path, listAnswerSchema, MAX_ANSWER_BYTES, 'list')).turns;
+  const answer = await withRetry(retry, async () => requestJson({ ...context, headers: await context.headers() }, 'GET', path, listAnswerSchema, MAX_ANSWER_BYTES, 'list'));
+  return answer.turns;
 }
