@@ -15,6 +15,7 @@ import {
   outboxRecordSchema,
   turnRecordSchema,
 } from './records.js';
+import { chunkWins, foldWins, nextRow, storedRow } from './monotonic.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema, type UpgradeTransaction } from './schema.js';
 import type { EventChunk, LoadedTurn, LoadResult, OutboxRecord, Store, TurnRecord } from './store.js';
 
@@ -366,7 +367,11 @@ class IndexedDbStoreImpl implements IndexedDbStore {
 
   async putTurn(record: TurnRecord): Promise<void> {
     const row = cleanTurn(record);
-    await this.#run(['turns'], 'readwrite', (tx) => tx.objectStore('turns').put(row));
+    await this.#run(['turns'], 'readwrite', async (tx) => {
+      const turns = tx.objectStore('turns');
+      const next = nextRow(storedRow(await turns.get(row.id)), row);
+      if (next !== undefined) await turns.put(next);
+    });
   }
 
   appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void> {
@@ -386,12 +391,25 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
       const chunkStore = tx.objectStore('chunks');
       const turnStore = tx.objectStore('turns');
+      // Read in this transaction: another tab on this database may have folded these
+      // turns, got further, or stored a longer chunk under the same key.
+      const ids = [...rows.keys()];
+      const [stored, present] = await Promise.all([
+        Promise.all(ids.map((id) => turnStore.get(id))),
+        Promise.all(records.map((record) => chunkStore.get([record.turnId, record.firstSeq]))),
+      ]);
+      ids.forEach((id, i) => {
+        const next = nextRow(storedRow(stored[i]), rows.get(id) as TurnRecord);
+        if (next === undefined) rows.delete(id);
+        else rows.set(id, next);
+      });
+      const writes = records.filter((record, i) => rows.has(record.turnId) && chunkWins(present[i], record));
       // put() clones its value on the main thread. A burst can hand over tens of
       // thousands of events at once; issuing them a slice per task (awaiting an
       // IndexedDB request keeps the transaction open) keeps that off one long task.
       let slice: EventChunk[] = [];
       let sliceEvents = 0;
-      for (const record of records) {
+      for (const record of writes) {
         if (sliceEvents + record.events.length > CLONE_SLICE_EVENTS && slice.length > 0) {
           const ready = slice;
           await allRequests((add) => {
@@ -414,9 +432,11 @@ class IndexedDbStoreImpl implements IndexedDbStore {
     const row = cleanTurn(record);
     if (row.text === undefined) throw invalid(`foldTurn(${row.id}) needs the folded text on the record.`);
     await this.#run(['turns', 'chunks'], 'readwrite', async (tx) => {
+      const turns = tx.objectStore('turns');
+      const stored = storedRow(await turns.get(row.id));
       await allRequests((add) => {
         add(tx.objectStore('chunks').delete(chunkRange(row.id)));
-        add(tx.objectStore('turns').put(row));
+        if (foldWins(stored, row)) add(turns.put(row));
       });
     });
   }

@@ -3,6 +3,7 @@
  * continues when IndexedDB fails mid-session. Behaves like the IndexedDB store (copies
  * in and out, holes end a load) so code tested on it holds on the real one.
  */
+import { chunkWins, foldWins, nextRow } from './monotonic.js';
 import { isEndedStatus } from './records.js';
 import type { EventChunk, LoadedTurn, LoadResult, OutboxRecord, Store, TurnRecord } from './store.js';
 
@@ -31,9 +32,19 @@ export function createMemoryStore(): MemoryStore {
   const outbox = new Map<string, OutboxRecord>();
   const leases = new Map<string, Lease>();
 
+  /** Writes a row by the rule of every store (monotonic.ts); false when the write was dropped. */
+  const write = (record: TurnRecord): boolean => {
+    const next = nextRow(turns.get(record.id), record);
+    if (next !== undefined) turns.set(record.id, structuredClone(next));
+    return next !== undefined;
+  };
+
   const append = (record: TurnRecord, chunk: EventChunk): void => {
-    turns.set(record.id, structuredClone(record));
-    const list = chunks.get(chunk.turnId) ?? [];
+    // A late append of a folded turn is dropped with its row.
+    if (!write(record)) return;
+    // Keyed by firstSeq like IndexedDB's [turnId, firstSeq]: a chunk replaces a shorter one under its key, never a longer one.
+    const list = (chunks.get(chunk.turnId) ?? []).filter((stored) => stored.firstSeq !== chunk.firstSeq || !chunkWins(stored, chunk));
+    if (list.some((stored) => stored.firstSeq === chunk.firstSeq)) return;
     // Events are immutable once decoded: kept by reference (a copy per event costs more than the rest of the client).
     list.push({ ...chunk, events: chunk.events.slice() });
     list.sort((a, b) => a.firstSeq - b.firstSeq);
@@ -60,15 +71,19 @@ export function createMemoryStore(): MemoryStore {
       let last = 0;
       for (const chunk of chunks.get(turnId) ?? []) {
         // Like the IndexedDB store: stop at a hole so the client refetches instead of skipping it.
-        if (chunk.firstSeq !== last + 1) break;
-        for (const event of chunk.events) events.push(event);
-        last = chunk.lastSeq;
+        if (chunk.firstSeq > last + 1) break;
+        // Chunks of two tabs may overlap; each seq is taken once.
+        for (const event of chunk.events) {
+          if (event.seq !== last + 1) continue;
+          events.push(event);
+          last = event.seq;
+        }
       }
       if (record.text === undefined) record.lastSeq = last;
       return Promise.resolve({ record, events });
     },
     putTurn(record) {
-      turns.set(record.id, structuredClone(record));
+      write(record);
       return Promise.resolve();
     },
     appendChunk(record, chunk) {
@@ -81,7 +96,7 @@ export function createMemoryStore(): MemoryStore {
     },
     foldTurn(record) {
       chunks.delete(record.id);
-      turns.set(record.id, structuredClone(record));
+      if (foldWins(turns.get(record.id), record)) turns.set(record.id, structuredClone(record));
       return Promise.resolve();
     },
     deleteTurn(turnId) {

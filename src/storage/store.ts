@@ -107,7 +107,11 @@ export interface LoadResult<T> {
 /**
  * Persistence used by the client. Implementations: `createIndexedDbStore` (idb) and
  * `createMemoryStore`. Every write is one transaction and resolves only once it is
- * durable (`tx.done`); every failure rejects with a {@link StorageError}.
+ * durable (`tx.done`); every failure rejects with a {@link StorageError}. Tabs share the
+ * store, so writes only move a turn forward, decided inside their transaction
+ * (`monotonic.ts`): a row write never un-folds a folded row nor lowers `lastSeq`, a late
+ * append of a folded turn is dropped (not an error), a fold never replaces one that got
+ * further, and a chunk never replaces a longer one stored under its key.
  */
 export interface Store {
   /** `'indexeddb'`, `'memory'` or a custom name. */
