@@ -201,14 +201,6 @@ function isJsonContentType(value: string | null): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
-function acceptsEventStream(accept: string | null): boolean {
-  if (accept === null || accept.trim() === '') return true;
-  return accept
-    .split(',')
-    .map((part) => part.split(';')[0]?.trim().toLowerCase())
-    .some((type) => type === 'text/event-stream' || type === 'text/*' || type === '*/*');
-}
-
 /**
  * Creates the reference server: one Fetch-style handler for every route of
  * PROTOCOL.md. Mount it anywhere that speaks `Request`/`Response` (Node via
@@ -273,8 +265,10 @@ export function createLifelineHandler(options: LifelineHandlerOptions): Lifeline
     if (key === null || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw new HttpError(400, 'invalid_idempotency_key', 'Idempotency-Key is required: 16 to 128 characters of [A-Za-z0-9_-].');
     }
+    // PROTOCOL.md's submit table has no 415: a body declared as something other than JSON
+    // is a malformed request (400), which also refuses cross-site form posts.
     if (!isJsonContentType(request.headers.get('content-type'))) {
-      throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+      throw new HttpError(400, 'unsupported_media_type', 'Content-Type must be application/json.');
     }
     const bytes = await readBody(request, maxBodyBytes);
     if (bytes === undefined) throw new HttpError(413, 'payload_too_large', `The body exceeds ${maxBodyBytes} bytes.`);
@@ -333,9 +327,6 @@ export function createLifelineHandler(options: LifelineHandlerOptions): Lifeline
 
   async function follow(request: Request, url: URL, turnId: string, principal: string): Promise<Response> {
     const after = resumePoint(request.headers.get('last-event-id'), url);
-    if (!acceptsEventStream(request.headers.get('accept'))) {
-      throw new HttpError(406, 'not_acceptable', 'This endpoint answers text/event-stream.');
-    }
     const turn = await visibleTurn(turnId, principal);
     if (after > turn.lastSeq) {
       throw new HttpError(400, 'resume_point_ahead', `The resume point ${after} is beyond the last logged seq ${turn.lastSeq}; replay from 0.`);
