@@ -540,6 +540,12 @@ class ConversationView implements Conversation {
   send(content: MessageContent): Submission {
     return this.#submissions.send(content);
   }
+
+  resend(turnId: string): Submission {
+    const message = this.#sent.get(turnId) ?? this.#submissions.stored(turnId);
+    if (message === undefined) throw new LifelineError('invalid_argument', `No stored message started turn ${turnId}.`);
+    return this.send(message.content);
+  }
 }
 
 function sameItems(a: readonly ConversationItem[], b: readonly ConversationItem[]): boolean {

@@ -209,6 +209,13 @@ export interface ConversationSnapshot {
 export interface Conversation extends ExternalStore<ConversationSnapshot> {
   readonly id: string;
   send(content: MessageContent): Submission;
+  /**
+   * Sends the message that started `turnId` again as a new submission (a new operation
+   * id, so a new turn), e.g. after that turn failed with `turn_expired`. The old turn and
+   * its partial text stay as they are. Throws `invalid_argument` when this client does not
+   * know the turn's message.
+   */
+  resend(turnId: string): Submission;
   /** Entries of this conversation only. */
   readonly outbox: Outbox;
 }

@@ -61,6 +61,8 @@ export interface UseConversationResult {
   messages: readonly ConversationItem[];
   /** Sends a message: stored durably first, then submitted (and retried) by the outbox. Call it from event handlers. */
   send: (content: MessageContent) => Submission;
+  /** Sends the message that started a (failed) turn again as a new submission; see `Conversation.resend`. */
+  resend: (turnId: string) => Submission;
   /** This conversation's pending and failed submissions. */
   outbox: readonly OutboxEntry[];
   /** Sends a failed submission again with the same operation id. */
@@ -111,7 +113,8 @@ export function useConversation(conversationId: string): UseConversationResult {
   const isOnline = useSyncExternalStore(network.subscribe, network.getSnapshot, online);
   const status = useMemo(() => (isOnline ? conversationStatus(messages, outbox) : 'offline'), [isOnline, messages, outbox]);
   const send = useCallback((content: MessageContent) => store.get().send(content), [store]);
+  const resend = useCallback((turnId: string) => store.get().resend(turnId), [store]);
   const retry = useCallback((operationId: string) => outboxStore.get().retry(operationId), [outboxStore]);
   const discard = useCallback((operationId: string) => outboxStore.get().discard(operationId), [outboxStore]);
-  return { messages, send, outbox, retry, discard, status };
+  return { messages, send, resend, outbox, retry, discard, status };
 }

@@ -154,7 +154,7 @@ export function MessageList({
   conversation: UseConversationResult;
   onSend: (text: string) => void;
 }) {
-  const { messages, retry, discard } = conversation;
+  const { messages, retry, discard, resend } = conversation;
   const end = useRef<HTMLDivElement>(null);
   const scroller = useRef<HTMLElement>(null);
   const last = messages.at(-1);
@@ -181,14 +181,16 @@ export function MessageList({
       );
       if (entry && entry.state !== 'accepted' && !entry.turnId) rows.push(<PendingAnswer key={`p-${item.key}`} entry={entry} />);
     } else if (item.turn) {
-      const content = previousUser?.content ?? previousUser?.submission?.content;
+      const turnId = item.turn.id;
       rows.push(
         <AssistantMessage
           key={`a-${item.key}`}
           turn={item.turn}
-          onResend={content === undefined ? undefined : () => onSend(contentText(content))}
+          onResend={previousUser === undefined ? undefined : () => void resend(turnId)}
         />,
       );
+      // Only the user item right before a turn is that turn's message.
+      previousUser = undefined;
     }
   }
 

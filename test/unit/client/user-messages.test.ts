@@ -141,3 +141,40 @@ describe.each(backends)('user messages survive a reload ($name)', ({ stores }) =
     await expect.poll(() => shown(conversation.getSnapshot().items)).toEqual([['assistant', 'turn_old', 'complete', 'old answer']]);
   });
 });
+
+describe('conversation.resend', () => {
+  it('sends the message that started a turn again as a new submission and a new turn, after a reload too', async () => {
+    const server = await startTestServer({ agent: textAgent(ANSWER) });
+    cleanup.push(() => server.close());
+    const store = createMemoryStore();
+    const first = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY });
+    const original = first.conversation('conv_resend').send(QUESTION);
+    const turn = await original.accepted;
+    await turn.completed;
+    first.dispose();
+
+    const reloaded = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY });
+    cleanup.push(() => reloaded.dispose());
+    const conversation = reloaded.conversation('conv_resend');
+    await expect.poll(() => conversation.getSnapshot().items.length).toBe(2);
+    const again = conversation.resend(turn.id);
+    expect(again.operationId).not.toBe(original.operationId);
+    const second = await again.accepted;
+    expect(second.id).not.toBe(turn.id);
+    expect((await second.completed).text).toBe(ANSWER);
+    const listed = await server.log.listTurns('conv_resend', 'anonymous', 10);
+    expect(listed.map((t) => t.id).sort()).toEqual([turn.id, second.id].sort());
+    // The old turn stays, its user message first; the new pair follows.
+    await expect.poll(() => conversation.getSnapshot().items.map((item) => [item.role, item.turn?.id ?? item.content])).toEqual([
+      ['user', QUESTION],
+      ['assistant', turn.id],
+      ['user', QUESTION],
+      ['assistant', second.id],
+    ]);
+  });
+
+  it('refuses a turn whose message it does not know, with invalid_argument', async () => {
+    const client = offlineClient(createMemoryStore(), []);
+    expect(() => client.conversation('conv_x').resend('unknown_turn')).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+  });
+});

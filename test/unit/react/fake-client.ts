@@ -143,6 +143,9 @@ function fakeConversation(id: string): FakeConversation {
       };
       return submission;
     },
+    resend(turnId) {
+      throw new Error(`fake conversation: resend(${turnId}) is not scripted`);
+    },
   };
 }
 
