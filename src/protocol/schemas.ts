@@ -2,9 +2,22 @@
  * zod schemas of every wire object in PROTOCOL.md (version 1). The client validates
  * everything it receives with these; the reference server's tests validate everything
  * it produces with the same ones, so the two cannot drift apart.
+ *
+ * Written with `zod/mini`: classic `zod` cannot be tree-shaken and put ~90 kB min+gz into
+ * the client bundle; the functional API brings only what these schemas use (~10 kB).
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { LifelineError } from '../errors.js';
+
+// Classic zod installs these two itself (only when absent, so an app's own choice wins);
+// zod/mini leaves them to the app. Without them issues read "Invalid input" and a cyclic
+// value (possible in content handed to the outbox or a foreign IndexedDB row) overflows
+// the stack in the recursive JSON schema instead of parsing as before. The memoizer is
+// read when a container schema is built, so this runs before any schema below.
+const zodConfig = z.config();
+if (!zodConfig.localeError) z.config(en());
+if (!zodConfig.memoizer) z.config({ memoizer: z.memoizer() });
 
 /** Ids of conversations, turns and messages: `^[A-Za-z0-9_-]{1,128}$`. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -19,15 +32,15 @@ export const RESUME_POINT_PATTERN = /^[0-9]{1,15}$/;
 /** Largest submit body the protocol allows, in encoded bytes (64 KiB). */
 export const MAX_SUBMIT_BYTES = 64 * 1024;
 
-export const idSchema = z.string().regex(ID_PATTERN);
-export const idempotencyKeySchema = z.string().regex(IDEMPOTENCY_KEY_PATTERN);
-export const seqSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+export const idSchema = z.string().check(z.regex(ID_PATTERN));
+export const idempotencyKeySchema = z.string().check(z.regex(IDEMPOTENCY_KEY_PATTERN));
+export const seqSchema = z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER));
 /** ISO 8601 timestamp as produced by `Date.prototype.toISOString`. */
-const timestampSchema = z.string().min(1).max(64);
+const timestampSchema = z.string().check(z.minLength(1), z.maxLength(64));
 
 /** A JSON value (used for message content objects and action input/output). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export const jsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
+export const jsonValueSchema: z.ZodMiniType<JsonValue> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]),
 );
 
@@ -68,12 +81,12 @@ export const deltaEventSchema = z.object({
 export const actionStatusSchema = z.enum(['started', 'completed', 'failed']);
 /** An action's own fields: events add turnId, seq and type; the client's stored action states add seq. */
 export const actionFields = {
-  callId: z.string().min(1).max(128),
-  name: z.string().min(1).max(128),
+  callId: z.string().check(z.minLength(1), z.maxLength(128)),
+  name: z.string().check(z.minLength(1), z.maxLength(128)),
   status: actionStatusSchema,
-  input: jsonValueSchema.optional(),
-  output: jsonValueSchema.optional(),
-  error: jsonValueSchema.optional(),
+  input: z.optional(jsonValueSchema),
+  output: z.optional(jsonValueSchema),
+  error: z.optional(jsonValueSchema),
 };
 export const actionEventSchema = z.object({ ...eventBase, type: z.literal('action'), ...actionFields });
 
@@ -82,9 +95,9 @@ export const turnEndEventSchema = z.object({
   ...eventBase,
   type: z.literal('turn.end'),
   status: turnEndStatusSchema,
-  error: jsonValueSchema.optional(),
-  textLength: z.number().int().min(0),
-  textSha256: z.string().regex(/^[0-9a-f]{64}$/),
+  error: z.optional(jsonValueSchema),
+  textLength: z.number().check(z.int(), z.gte(0)),
+  textSha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
 });
 
 export const turnEventSchema = z.discriminatedUnion('type', [
@@ -115,7 +128,7 @@ export const turnObjectSchema = z.object({
   conversationId: idSchema,
   messageId: idSchema,
   status: turnStatusSchema,
-  lastSeq: z.number().int().min(0),
+  lastSeq: z.number().check(z.int(), z.gte(0)),
   createdAt: timestampSchema,
   updatedAt: timestampSchema,
 });
@@ -136,7 +149,7 @@ export const cancelAnswerSchema = z.object({ turn: turnObjectSchema });
 export type CancelAnswer = z.infer<typeof cancelAnswerSchema>;
 
 export const errorBodySchema = z.object({
-  error: z.object({ code: z.string().regex(/^[a-z0-9_]+$/), message: z.string() }),
+  error: z.object({ code: z.string().check(z.regex(/^[a-z0-9_]+$/)), message: z.string() }),
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 

@@ -1,10 +1,10 @@
 /**
- * zod schemas of what Lifeline keeps in IndexedDB, matching the record types of
+ * zod (`zod/mini`) schemas of what Lifeline keeps in IndexedDB, matching the record types of
  * `store.ts`. Everything read back is checked with them: storage outlives the code that
  * wrote it, and another version, an extension or a bad disk can leave anything there.
  * A record that fails is skipped and reported, never passed on.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
 import { plainDelta, summarize } from '../protocol/decode.js';
 import { actionFields, idempotencyKeySchema, idSchema, seqSchema, submitBodySchema, turnEventSchema } from '../protocol/schemas.js';
@@ -37,48 +37,50 @@ export function isEndedStatus(status: TurnStatus): boolean {
   return STATUS_ENDED[status];
 }
 
-const epochMsSchema = z.number().min(0);
+const epochMsSchema = z.number().check(z.gte(0));
 
 /** `LifelineError#toJSON()` as stored. Codes are open-ended (new ones may be added), so any snake_case code passes. */
 const errorJsonSchema = z.object({
-  name: z.string().max(200),
+  name: z.string().check(z.maxLength(200)),
   kind: z.enum(keysOf(ERROR_KINDS)),
   code: z.custom<LifelineErrorCode>((value) => typeof value === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(value)),
   message: z.string(),
-  status: z.number().int().exactOptional(),
-  serverCode: z.string().exactOptional(),
+  status: z.exactOptional(z.number().check(z.int())),
+  serverCode: z.exactOptional(z.string()),
 });
 
-const actionStateSchema = z.object({ ...actionFields, seq: seqSchema }) satisfies z.ZodType<ActionState>;
+const actionStateSchema = z.object({ ...actionFields, seq: seqSchema }) satisfies z.ZodMiniType<ActionState>;
 
 /** A row of object store `turns`. `endedAt` only on ended turns (the sweep index relies on it). */
 export const turnRecordSchema = z
   .object({
     id: idSchema,
     conversationId: idSchema,
-    messageId: idSchema.exactOptional(),
-    operationId: idempotencyKeySchema.exactOptional(),
+    messageId: z.exactOptional(idSchema),
+    operationId: z.exactOptional(idempotencyKeySchema),
     // Optional: rows written before it existed load as they are.
-    content: submitBodySchema.shape.content.exactOptional(),
+    content: z.exactOptional(submitBodySchema.shape.content),
     status: z.enum(keysOf(STATUS_ENDED)),
-    lastSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    lastSeq: z.number().check(z.int(), z.gte(0), z.lte(Number.MAX_SAFE_INTEGER)),
     createdAt: epochMsSchema,
     updatedAt: epochMsSchema,
-    endedAt: epochMsSchema.exactOptional(),
-    text: z.string().exactOptional(),
-    actions: z.array(actionStateSchema).exactOptional(),
-    error: errorJsonSchema.exactOptional(),
+    endedAt: z.exactOptional(epochMsSchema),
+    text: z.exactOptional(z.string()),
+    actions: z.exactOptional(z.array(actionStateSchema)),
+    error: z.exactOptional(errorJsonSchema),
   })
-  .refine((row) => row.endedAt === undefined || STATUS_ENDED[row.status], {
-    message: 'endedAt is only allowed on an ended turn',
-    path: ['endedAt'],
-  }) satisfies z.ZodType<TurnRecord>;
+  .check(
+    z.refine((row) => row.endedAt === undefined || STATUS_ENDED[row.status], {
+      message: 'endedAt is only allowed on an ended turn',
+      path: ['endedAt'],
+    }),
+  ) satisfies z.ZodMiniType<TurnRecord>;
 
 const chunkEnvelopeSchema = z.object({
   turnId: idSchema,
   firstSeq: seqSchema,
   lastSeq: seqSchema,
-  events: z.array(z.unknown()).min(1),
+  events: z.array(z.unknown()).check(z.minLength(1)),
 });
 
 /**
@@ -119,21 +121,21 @@ export const outboxRecordSchema = z.object({
   content: submitBodySchema.shape.content,
   createdAt: epochMsSchema,
   order: z.number(),
-  attempts: z.number().int().min(0),
+  attempts: z.number().check(z.int(), z.gte(0)),
   nextAttemptAt: epochMsSchema,
   state: z.enum(keysOf(OUTBOX_STATES)),
-  lastError: errorJsonSchema.exactOptional(),
-  turnId: idSchema.exactOptional(),
-  messageId: idSchema.exactOptional(),
-  acceptedAt: epochMsSchema.exactOptional(),
-}) satisfies z.ZodType<OutboxRecord>;
+  lastError: z.exactOptional(errorJsonSchema),
+  turnId: z.exactOptional(idSchema),
+  messageId: z.exactOptional(idSchema),
+  acceptedAt: z.exactOptional(epochMsSchema),
+}) satisfies z.ZodMiniType<OutboxRecord>;
 
 /** A record of object store `leases`. */
 export const leaseRecordSchema = z.object({
-  name: z.string().min(1),
-  owner: z.string().min(1),
+  name: z.string().check(z.minLength(1)),
+  owner: z.string().check(z.minLength(1)),
   expiresAt: z.number(),
-}) satisfies z.ZodType<LeaseRecord>;
+}) satisfies z.ZodMiniType<LeaseRecord>;
 
 /**
  * Why a chunk's shape is inconsistent (`undefined` when it is fine): every event must
@@ -160,7 +162,7 @@ export type CheckedRecord<T> = { ok: true; value: T } | { ok: false; error: Stor
  * Validates one stored value. On failure the error (`storage_corrupt_record`) names the
  * object store and key, and carries the first zod issues in `details`.
  */
-export function checkRecord<T>(schema: z.ZodType<T>, value: unknown, storeName: string, key: IDBValidKey | undefined): CheckedRecord<T> {
+export function checkRecord<T>(schema: z.ZodMiniType<T>, value: unknown, storeName: string, key: IDBValidKey | undefined): CheckedRecord<T> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return { ok: true, value: parsed.data };
   return { ok: false, error: corruptRecord(storeName, key, summarize(parsed.error), parsed.error.issues.slice(0, 5)) };

@@ -2,7 +2,7 @@
  * Shared HTTP plumbing of the client's requests: URLs, fresh headers, and turning a
  * non-success answer into a typed error with what the retry loops need to decide.
  */
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { ProtocolError, TransportError, type LifelineError, type LifelineErrorCode } from '../errors.js';
 import { parseRetryAfter } from '../core/backoff.js';
 import { errorBodySchema } from '../protocol/schemas.js';
@@ -69,7 +69,7 @@ export async function requestJson<T>(
   request: JsonRequest,
   method: 'GET' | 'POST',
   path: string,
-  schema: z.ZodType<T>,
+  schema: z.ZodMiniType<T>,
   maxBytes: number,
   what: string,
 ): Promise<JsonAnswer<T>> {
