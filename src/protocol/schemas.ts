@@ -174,5 +174,4 @@ export type ServerErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
-  | 'not_acceptable'
   | 'internal_error';
