@@ -1,9 +1,5 @@
-import { existsSync } from 'node:fs';
 import { defineConfig } from '@playwright/test';
-
-/** Debian's Chromium when installed (this project's machines); else Playwright's own browser. */
-const systemChromium = '/usr/bin/chromium';
-const executablePath = process.env['LIFELINE_CHROMIUM'] ?? (existsSync(systemChromium) ? systemChromium : undefined);
+import { CHROMIUM_FLAGS, chromiumExecutable as executablePath } from './test/chromium.js';
 
 export default defineConfig({
   testMatch: ['test/browser/**/*.spec.ts', 'examples/chat/e2e/**/*.spec.ts'],
@@ -19,15 +15,7 @@ export default defineConfig({
     trace: 'off',
     launchOptions: {
       ...(executablePath ? { executablePath } : {}),
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: [...CHROMIUM_FLAGS],
     },
   },
 });

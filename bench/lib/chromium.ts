@@ -8,19 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** The browser binary: `LIFELINE_CHROMIUM` or Debian's. */
-export const chromiumPath = process.env['LIFELINE_CHROMIUM'] ?? '/usr/bin/chromium';
+import { CHROMIUM_FLAGS, chromiumExecutable } from '../../test/chromium.js';
 
-const BASE_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+/** The browser binary: `LIFELINE_CHROMIUM`, else Debian's (a plain process needs a real path). */
+export const chromiumPath = chromiumExecutable ?? '/usr/bin/chromium';
+
+const BASE_FLAGS = ['--headless', ...CHROMIUM_FLAGS];
 
 export interface BrowserRun {
   readonly process: ChildProcess;

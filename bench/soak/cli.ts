@@ -1,11 +1,10 @@
 /** The soak's command line (see scripts/soak.mjs). */
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
+import { CHROMIUM_FLAGS, chromiumExecutable } from '../../test/chromium.js';
 import { runSoak, type SoakResult } from './soak.js';
-
-const CHROMIUM = process.env['LIFELINE_CHROMIUM'] ?? (existsSync('/usr/bin/chromium') ? '/usr/bin/chromium' : undefined);
 
 /** Runs the soak; resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -29,8 +28,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const browser = await chromium.launch({
     headless: true,
-    ...(CHROMIUM ? { executablePath: CHROMIUM } : {}),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    ...(chromiumExecutable ? { executablePath: chromiumExecutable } : {}),
+    args: [...CHROMIUM_FLAGS],
   });
   try {
     const result = await runSoak({ ...numbers, browser, log: (line) => console.log(line) });

@@ -7,13 +7,12 @@
  *
  * Needs the app built (`npm start` does it, or `vite build` with examples/chat/vite.config.ts).
  */
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from '@playwright/test';
+import { CHROMIUM_FLAGS, chromiumExecutable as executablePath } from '../../test/chromium.js';
 import { startExampleServer } from './server.js';
 
 const output = process.argv[2] ?? fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url));
-const executablePath = process.env['LIFELINE_CHROMIUM'] ?? (existsSync('/usr/bin/chromium') ? '/usr/bin/chromium' : undefined);
 
 async function ask(page: Page, text: string, completeAfter: number): Promise<void> {
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
@@ -24,7 +23,7 @@ async function ask(page: Page, text: string, completeAfter: number): Promise<voi
 }
 
 const app = await startExampleServer({ port: 0, tokensPerSecond: 40 });
-const browser = await chromium.launch({ ...(executablePath ? { executablePath } : {}), args: ['--no-sandbox', '--disable-gpu'] });
+const browser = await chromium.launch({ ...(executablePath ? { executablePath } : {}), args: [...CHROMIUM_FLAGS] });
 try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
   await page.goto(`${app.url}/?c=cooking`);

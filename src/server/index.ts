@@ -1,5 +1,5 @@
 // The reference server's public face.
-export type { TurnLog, StoredTurn, IdempotencyRecord, NewTurnEvent, EventPage } from './turn-log.js';
+export type { TurnLog, StoredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, EventPage } from './turn-log.js';
 export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent } from './agent.js';
 export { createLifelineHandler } from './handler.js';
 export type { LifelineHandler, LifelineHandlerOptions } from './handler.js';

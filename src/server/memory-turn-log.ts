@@ -1,5 +1,5 @@
 import type { TurnEvent } from '../protocol/schemas.js';
-import type { EventPage, IdempotencyRecord, NewTurnEvent, StoredTurn, TurnLog } from './turn-log.js';
+import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Options of {@link createMemoryTurnLog}. */
 export interface MemoryTurnLogOptions {
@@ -128,16 +128,7 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
   return {
     async createTurn(init) {
       if (turns.has(init.id) || tombstones.has(init.id)) throw new Error(`Turn ${init.id} already exists.`);
-      const turn: StoredTurn = {
-        id: init.id,
-        conversationId: init.conversationId,
-        messageId: init.messageId,
-        status: 'pending',
-        lastSeq: 0,
-        createdAt: init.createdAt,
-        updatedAt: init.createdAt,
-        principal: init.principal,
-      };
+      const turn = pendingTurn(init);
       turns.set(init.id, { turn, events: [], endedAtMs: undefined, cancelRequested: false, waiters: new Set() });
       const ids = conversations.get(init.conversationId);
       if (ids) ids.push(init.id);

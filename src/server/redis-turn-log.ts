@@ -5,7 +5,7 @@ import { sha256Hex } from '../protocol/integrity.js';
 import type { ServerTurnStatus, TurnEvent } from '../protocol/schemas.js';
 import type { ServerErrorReporter } from './producer.js';
 import { createStreamWaiter, type StreamWaiter } from './redis-stream-waiter.js';
-import type { EventPage, IdempotencyRecord, NewTurnEvent, StoredTurn, TurnLog } from './turn-log.js';
+import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Options of {@link createRedisTurnLog}. Give exactly one of `client` and `url`. */
 export interface RedisTurnLogOptions {
@@ -495,16 +495,7 @@ class RedisTurnLog implements TurnLog {
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
     this.#owned.set(init.id, { claimedAt: Date.now(), conversationKey });
     this.#startRenewing();
-    return {
-      id: init.id,
-      conversationId: init.conversationId,
-      messageId: init.messageId,
-      status: 'pending',
-      lastSeq: 0,
-      createdAt: init.createdAt,
-      updatedAt: init.createdAt,
-      principal: init.principal,
-    };
+    return pendingTurn(init);
   }
 
   async getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined> {

@@ -10,6 +10,30 @@ export interface StoredTurn extends TurnObject {
   endedAt?: string;
 }
 
+/** What {@link TurnLog.createTurn} receives. */
+export interface NewTurn {
+  id: string;
+  conversationId: string;
+  messageId: string;
+  principal: string;
+  content: MessageContent;
+  createdAt: string;
+}
+
+/** The record of a turn just created: pending, nothing logged yet. Shared by every TurnLog. */
+export function pendingTurn(init: NewTurn): StoredTurn {
+  return {
+    id: init.id,
+    conversationId: init.conversationId,
+    messageId: init.messageId,
+    status: 'pending',
+    lastSeq: 0,
+    createdAt: init.createdAt,
+    updatedAt: init.createdAt,
+    principal: init.principal,
+  };
+}
+
 /** What the idempotency ledger remembers about one key. */
 export interface IdempotencyRecord {
   /** conversation id + canonical body; another fingerprint for the same key answers 422. */
@@ -40,14 +64,7 @@ export interface EventPage {
  */
 export interface TurnLog {
   /** Creates a turn record with status `pending`, lastSeq 0. */
-  createTurn(turn: {
-    id: string;
-    conversationId: string;
-    messageId: string;
-    principal: string;
-    content: MessageContent;
-    createdAt: string;
-  }): Promise<StoredTurn>;
+  createTurn(turn: NewTurn): Promise<StoredTurn>;
   /** The turn, or `undefined` when unknown; `'expired'` when it existed but retention removed its log. */
   getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined>;
   /**
