@@ -41,6 +41,7 @@ import type { NetworkMonitor } from './transport/network.js';
 import { fetchReplayPage } from './transport/replay.js';
 import { cancelTurn } from './transport/requests.js';
 import { runSseAttempt, type SseOutcome, type StreamLimits } from './transport/sse-connection.js';
+import type { RelayBatch, TabShare } from './transport/tab-share.js';
 import type { ConnectionInfo, Diagnostic, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
 
 /** Everything a follower needs from its client. */
@@ -70,6 +71,8 @@ export interface FollowerDeps {
   schedule: (callback: () => void) => void;
   /** Called (batched) after the snapshot changed. */
   onChange: () => void;
+  /** Tabs of the namespace share one stream per turn; absent: this tab streams alone. */
+  share?: TabShare;
 }
 
 /** Where a turn came from, known before its events say it. */
@@ -79,7 +82,8 @@ export interface TurnOrigin {
   operationId?: string;
 }
 
-type Source = 'stream' | 'replay' | 'alongside';
+/** `relay`: a stream message another tab received and passed on. */
+type Source = 'stream' | 'replay' | 'alongside' | 'relay';
 
 interface ReplayRequest {
   reason: 'stall' | 'gap' | 'ended' | 'closed' | 'failing' | 'integrity' | 'rebuild' | 'adopt';
@@ -145,6 +149,18 @@ export class TurnFollower implements Turn {
   #lastHeard = 0;
   #heardAny = false;
   #timedOut = false;
+
+  /** Joined the tabs' share of this turn: stops waiting for the lock and listening when aborted. */
+  #shareCancel: AbortController | undefined;
+  #unlisten: (() => void) | undefined;
+  /** This tab holds the turn's lock: the only tab with a stream. */
+  #leading = false;
+  /** The `watcher` diagnostic was emitted since joining. */
+  #watcherSaid = false;
+  /** The main loop waits on relayed messages (a granted lock wakes it). */
+  #watchingRelay = false;
+  /** Accepted stream messages not yet passed on to the other tabs. */
+  #outgoing: [string, string][] | undefined;
 
   constructor(id: string, deps: FollowerDeps) {
     this.id = id;
@@ -395,6 +411,7 @@ export class TurnFollower implements Turn {
         if (this.#ended) await this.#settle();
         else if (this.#replayRequest !== undefined) await this.#replayPhase();
         else if (!this.#deps.network.online()) await this.#waitOnline();
+        else if (this.#deps.share !== undefined && !this.#leading) await this.#watchRelay(this.#deps.share);
         else {
           this.#watch('stream');
           await this.#afterAttempt(await this.#streamAttempt());
@@ -462,7 +479,11 @@ export class TurnFollower implements Turn {
   #onStreamMessage(type: string, data: string, controller: AbortController): void {
     this.#lastHeard = this.#deps.now();
     this.#heardAny = true;
-    if (type === 'heartbeat') return;
+    if (type === 'heartbeat') {
+      // Passed on too: the other tabs' stall watchdogs hear that the stream is alive.
+      this.#relay(type, data);
+      return;
+    }
     const decoded = decodeStreamEvent(data, this.id, this.#deps.maxEventSize);
     if (decoded.kind === 'error') {
       // The stream is not trustworthy any more: drop it and come back through backoff.
@@ -470,7 +491,94 @@ export class TurnFollower implements Turn {
       controller.abort();
       return;
     }
+    this.#relay(type, data);
     this.#ingestDecoded(decoded, 'stream');
+  }
+
+  // ------------------------------------------------------------------ sharing the stream between tabs
+
+  /**
+   * Waits in the lock queue while applying what the leading tab relays, under the
+   * ordinary stall watchdog: silence past it replays from the server, as for a stream.
+   */
+  async #watchRelay(share: TabShare): Promise<void> {
+    this.#joinShare(share);
+    if (this.#leading) return;
+    this.#watch('stream');
+    this.#watchingRelay = true;
+    try {
+      await this.#sleep(Number.POSITIVE_INFINITY);
+    } finally {
+      this.#watchingRelay = false;
+    }
+  }
+
+  #joinShare(share: TabShare): void {
+    if (this.#shareCancel !== undefined) return;
+    const cancel = new AbortController();
+    this.#shareCancel = cancel;
+    this.#watcherSaid = false;
+    this.#unlisten = share.listen(this.id, (batch) => this.#onRelay(batch));
+    const released = new Promise<void>((resolve) => cancel.signal.addEventListener('abort', () => resolve(), { once: true }));
+    share
+      .leadership(this.id)
+      .hold(async () => {
+        // Granted just as this tab stopped following: hand it on at once.
+        if (cancel.signal.aborted) return;
+        this.#leading = true;
+        this.#emit({ type: 'shared', turnId: this.id, role: 'leader' });
+        if (this.#watchingRelay) this.#wakeUp();
+        await released;
+      }, cancel.signal)
+      .catch((error: unknown) => {
+        // Only work can reject, and work only waits: a bug, shown rather than swallowed.
+        this.#emit({ type: 'failed', scope: 'stream', id: this.id, error: asLifelineError(error) });
+      });
+  }
+
+  #leaveShare(): void {
+    this.#shareCancel?.abort();
+    this.#shareCancel = undefined;
+    this.#unlisten?.();
+    this.#unlisten = undefined;
+    this.#leading = false;
+  }
+
+  /** Passes an accepted stream message on to the other tabs, one batch per task. */
+  #relay(type: string, data: string): void {
+    const share = this.#deps.share;
+    if (share === undefined) return;
+    if (this.#outgoing === undefined) {
+      const batch: [string, string][] = [];
+      this.#outgoing = batch;
+      // Posted once the batch was applied here, with the cursor it led to.
+      queueMicrotask(() => {
+        if (this.#outgoing === batch) this.#outgoing = undefined;
+        share.publish({ turnId: this.id, lastSeq: this.#state.lastSeq, messages: batch });
+      });
+    }
+    this.#outgoing.push([type, data]);
+  }
+
+  /** Messages the leading tab accepted: applied here exactly like this tab's own stream. */
+  #onRelay({ messages, lastSeq }: RelayBatch): void {
+    // A late batch of a previous leader: this tab's own stream is the one to trust now.
+    if (this.#leading || !this.#active) return;
+    if (!this.#watcherSaid) {
+      this.#watcherSaid = true;
+      this.#emit({ type: 'shared', turnId: this.id, role: 'watcher' });
+    }
+    this.#lastHeard = this.#deps.now();
+    this.#heardAny = true;
+    for (const [type, data] of messages) {
+      if (type === 'heartbeat') continue;
+      if (!this.#ingestDecoded(decodeStreamEvent(data, this.id, this.#deps.maxEventSize), 'relay')) return;
+    }
+    // Behind the leader (joined late, or it applied events by replay): heartbeats alone would hide it.
+    if (lastSeq > this.#state.lastSeq && !this.#ended && !this.#inReplay && this.#replayRequest === undefined) {
+      this.#emit({ type: 'gap', turnId: this.id, expected: this.#state.lastSeq + 1, got: lastSeq });
+      this.#requestReplay({ reason: 'gap' });
+    }
   }
 
   async #afterAttempt(outcome: SseOutcome): Promise<void> {
@@ -736,7 +844,10 @@ export class TurnFollower implements Turn {
       case 'gap':
         this.#emit({ type: 'gap', turnId: this.id, expected: this.#state.lastSeq + 1, got: event.seq });
         if (source === 'stream') this.#requestReplay({ reason: 'gap' });
-        else if (source === 'replay') {
+        // A replay under way fills the gap anyway; interrupting it would only start it over.
+        else if (source === 'relay') {
+          if (!this.#inReplay) this.#requestReplay({ reason: 'gap' });
+        } else if (source === 'replay') {
           this.#fail(new ProtocolError('seq_mismatch', `The replayed log skips from seq ${this.#state.lastSeq} to ${event.seq}.`), 'replay', true);
         }
         return false;
@@ -755,7 +866,7 @@ export class TurnFollower implements Turn {
       case 'too-large':
         this.#fail(
           new ProtocolError('turn_too_large', `The turn's text would pass ${this.#deps.reducerLimits.maxTextLength} code units.`),
-          source === 'stream' ? 'stream' : 'replay',
+          source === 'stream' || source === 'relay' ? 'stream' : 'replay',
           true,
         );
         return false;
@@ -775,7 +886,7 @@ export class TurnFollower implements Turn {
       if (this.#resumeBurst !== undefined) this.#countResumeBurst(this.#resumeBurst);
       if (this.#status !== 'streaming') this.#setStatus('streaming');
       if (this.#connection.attempt !== 0) this.#setConnection({ state: 'open', attempt: 0 });
-    }
+    } else if (source === 'relay' && this.#status !== 'streaming') this.#setStatus('streaming');
     if (event.type === 'turn.end') {
       // The loop settles it: verify, then complete.
       this.#abort?.abort();
@@ -968,6 +1079,7 @@ export class TurnFollower implements Turn {
   }
 
   #stopNetwork(): void {
+    this.#leaveShare();
     this.#abort?.abort();
     this.#abort = undefined;
     this.#alongside?.abort();
