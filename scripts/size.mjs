@@ -25,13 +25,14 @@ export const KB = 1024;
  * Budgets, min+gz bytes. The client budget applies to the build that leaves zod to the app.
  *
  * The product target for the client is 12 kB; today's client (reconnect loop, stall and
- * replay, batched IndexedDB persistence, the cross-tab outbox) measures about 26 kB, and no
- * reduction found so far reaches the target without dropping a required part. Until it does,
+ * replay, batched IndexedDB persistence, the cross-tab outbox and stream sharing) measures
+ * about 27.3 kB, and no reduction found so far reaches the target without dropping a
+ * required part. Until one does,
  * the enforced figure is a ceiling just above today's size, so any growth fails the tests,
  * and the table keeps printing the target so the gap stays visible.
  */
 export const BUDGETS = {
-  'lifeline (without zod)': 27 * KB,
+  'lifeline (without zod)': 28 * KB,
   'lifeline/react': 2 * KB,
 };
 
