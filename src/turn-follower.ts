@@ -504,6 +504,7 @@ export class TurnFollower implements Turn {
   async #watchRelay(share: TabShare): Promise<void> {
     this.#joinShare(share);
     if (this.#leading) return;
+    share.watch(this.id);
     this.#watch('stream');
     this.#watchingRelay = true;
     try {
@@ -526,6 +527,7 @@ export class TurnFollower implements Turn {
         // Granted just as this tab stopped following: hand it on at once.
         if (cancel.signal.aborted) return;
         this.#leading = true;
+        share.hello(this.id);
         this.#emit({ type: 'shared', turnId: this.id, role: 'leader' });
         if (this.#watchingRelay) this.#wakeUp();
         await released;
@@ -547,7 +549,9 @@ export class TurnFollower implements Turn {
   /** Passes an accepted stream message on to the other tabs, one batch per task. */
   #relay(type: string, data: string): void {
     const share = this.#deps.share;
-    if (share === undefined) return;
+    // Nobody watching: no clone of every event for an empty channel. A watcher that
+    // arrives later learns from the next batch's lastSeq that it is behind, and replays.
+    if (share === undefined || !share.isWatched(this.id)) return;
     if (this.#outgoing === undefined) {
       const batch: [string, string][] = [];
       this.#outgoing = batch;

@@ -22,12 +22,28 @@ export interface RelayBatch {
   messages: readonly RelayedMessage[];
 }
 
+/**
+ * Presence on the channel. Relaying costs the leader a structured clone of every event,
+ * so it relays only turns some other tab watches: a watcher says `watch` when it starts
+ * waiting, and again when a new leader says `hello`.
+ */
+interface ControlMessage {
+  turnId: string;
+  control: 'watch' | 'hello';
+}
+
 /** Leadership and relay of turn streams between the tabs of one namespace. */
 export interface TabShare {
   /** Who streams `turnId`: the holder of `lifeline-turn:<namespace>:<turnId>`. */
   leadership(turnId: string): Leadership;
   /** Sends a batch of accepted stream messages (heartbeats included) to the other tabs. */
   publish(batch: RelayBatch): void;
+  /** True once another tab said it watches `turnId`: only then is relaying worth its cost. */
+  isWatched(turnId: string): boolean;
+  /** A watcher tells the tabs it waits on `turnId`'s relay. */
+  watch(turnId: string): void;
+  /** A new leader asks the watchers of `turnId` to say so again. */
+  hello(turnId: string): void;
   /** Receives the batches other tabs publish for `turnId`; returns unsubscribe. */
   listen(turnId: string, listener: (batch: RelayBatch) => void): () => void;
   close(): void;
@@ -45,6 +61,12 @@ const streamAlone: Leadership = {
     if (!cancel.aborted) await work(new AbortController().signal);
   },
 };
+
+function isControl(data: unknown): data is ControlMessage {
+  if (typeof data !== 'object' || data === null) return false;
+  const { turnId, control } = data as { turnId?: unknown; control?: unknown };
+  return typeof turnId === 'string' && (control === 'watch' || control === 'hello');
+}
 
 function isBatch(data: unknown): data is RelayBatch {
   if (typeof data !== 'object' || data === null) return false;
@@ -70,7 +92,15 @@ export function createTabShare(namespace: string, onInvalid: (error: ProtocolErr
   if (typeof locks?.request !== 'function' || typeof Channel !== 'function') return undefined;
   const channel = new Channel(`lifeline-turns:${namespace}`);
   const listeners = new Map<string, Set<(batch: RelayBatch) => void>>();
+  const watched = new Set<string>();
+  const say = (turnId: string, control: ControlMessage['control']) => channel.postMessage({ turnId, control } satisfies ControlMessage);
   channel.onmessage = ({ data }) => {
+    if (isControl(data)) {
+      if (data.control === 'watch') watched.add(data.turnId);
+      // Only tabs following the turn listen; the leader itself never hears its own hello.
+      else if (listeners.has(data.turnId)) say(data.turnId, 'watch');
+      return;
+    }
     if (!isBatch(data)) {
       onInvalid(new ProtocolError('invalid_response', 'A message on the turn relay channel is not a relay batch.'));
       return;
@@ -82,6 +112,9 @@ export function createTabShare(namespace: string, onInvalid: (error: ProtocolErr
     publish(batch) {
       channel.postMessage(batch);
     },
+    isWatched: (turnId) => watched.has(turnId),
+    watch: (turnId) => say(turnId, 'watch'),
+    hello: (turnId) => say(turnId, 'hello'),
     listen(turnId, listener) {
       let set = listeners.get(turnId);
       if (set === undefined) listeners.set(turnId, (set = new Set()));
@@ -93,6 +126,7 @@ export function createTabShare(namespace: string, onInvalid: (error: ProtocolErr
     },
     close() {
       listeners.clear();
+      watched.clear();
       channel.onmessage = null;
       channel.close();
     },
