@@ -6,8 +6,7 @@
  */
 import type { BenchServer } from './lib/bench-server.js';
 import { fixed, int } from './lib/stats.js';
-import { asciiTexts, makeTurn, renderSse, writeChunked } from './lib/turn-data.js';
-import type { ThroughputConfig } from './pages/throughput-types.js';
+import { asciiTexts, makeTurn, pageConfig, renderSse, writeChunked } from './lib/turn-data.js';
 
 const MB = 1024 * 1024;
 
@@ -24,14 +23,7 @@ export async function benchMemory(server: BenchServer, options: { sizes?: number
   for (const megabytes of options.sizes ?? [1, 5, 10]) {
     const turn = makeTurn(`benchMemoryTurn${megabytes}mb`.padEnd(21, '0'), asciiTexts(megabytes * MB, 64, megabytes));
     const body = renderSse(turn.events);
-    const config: ThroughputConfig = {
-      sseUrl: '/sse',
-      baseUrl: '/api',
-      turnId: turn.turnId,
-      events: turn.events.length,
-      textLength: turn.text.length,
-      textSha256: turn.textSha256,
-    };
+    const config = pageConfig(turn);
     const row: MemoryRow = { megabytes, events: turn.events.length };
     try {
       const figures = await server.runPage<{ before: number; after: number }>(

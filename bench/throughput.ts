@@ -7,8 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BenchServer } from './lib/bench-server.js';
 import { fixed, int, median, medianRun } from './lib/stats.js';
-import { deltaTexts, makeTurn, renderSse, writeChunked, type BenchTurn } from './lib/turn-data.js';
-import type { ThroughputConfig } from './pages/throughput-types.js';
+import { deltaTexts, makeTurn, pageConfig, renderSse, writeChunked, type BenchTurn } from './lib/turn-data.js';
 
 export const CHUNK_BYTES = 64 * 1024;
 
@@ -85,14 +84,7 @@ export async function benchThroughput(
   const turn = makeTurn('benchThroughputTurn000', deltaTexts(deltas, 1));
   const body = renderSse(turn.events);
   const extra: string[] = [];
-  const config: ThroughputConfig = {
-    sseUrl: '/sse',
-    baseUrl: '/api',
-    turnId: turn.turnId,
-    events: turn.events.length,
-    textLength: turn.text.length,
-    textSha256: turn.textSha256,
-  };
+  const config = pageConfig(turn);
   const results = new Map<string, { runs: PageFigures[]; failure?: string }>(CONTENDERS.map((c) => [c.page, { runs: [] }]));
   for (let run = 1; run <= runs; run++) {
     for (const contender of CONTENDERS) {
@@ -127,13 +119,7 @@ export async function benchThroughput(
     const pacedTurn = makeTurn('benchPacedTurn0000000', deltaTexts(20_000, 2));
     const pacedBody = renderSse(pacedTurn.events);
     const bytesPerEvent = pacedBody.length / pacedTurn.events.length;
-    const pacedConfig: ThroughputConfig = {
-      ...config,
-      turnId: pacedTurn.turnId,
-      events: pacedTurn.events.length,
-      textLength: pacedTurn.text.length,
-      textSha256: pacedTurn.textSha256,
-    };
+    const pacedConfig = pageConfig(pacedTurn);
     try {
       const figures = await server.runPage<PageFigures>(
         'throughput-lifeline',

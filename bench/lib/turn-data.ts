@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { TurnEvent } from '../../src/protocol/schemas.js';
+import type { ThroughputConfig } from '../pages/throughput-types.js';
 import { createPrng } from './prng.js';
 
 /** Mostly ASCII words, with accents, CJK and an astral emoji so UTF-8 decoding is exercised. */
@@ -49,6 +50,18 @@ export function makeTurn(turnId: string, texts: readonly string[], createdAt = n
   const textSha256 = createHash('sha256').update(text, 'utf8').digest('hex');
   events.push({ turnId, seq: events.length + 1, type: 'turn.end', status: 'complete', textLength: text.length, textSha256 });
   return { turnId, conversationId, messageId, events, text, textSha256 };
+}
+
+/** What a throughput or memory page needs to follow `turn` and verify it (served at `/sse` and `/api`). */
+export function pageConfig(turn: BenchTurn): ThroughputConfig {
+  return {
+    sseUrl: '/sse',
+    baseUrl: '/api',
+    turnId: turn.turnId,
+    events: turn.events.length,
+    textLength: turn.text.length,
+    textSha256: turn.textSha256,
+  };
 }
 
 /** One SSE message per event: `id` = seq, `event` = type, `data` = the event's JSON. */

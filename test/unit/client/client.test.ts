@@ -139,17 +139,24 @@ describe('diagnostics', () => {
 });
 
 describe('integrity at turn.end', () => {
-  it('rebuilds from a full replay when the text does not match textSha256', async () => {
+  /**
+   * A server whose first stream sends "Hello 世界" with one delta changed to the same
+   * length ("LO "): only the hash can tell. Later streams and replays are the true log.
+   */
+  async function corruptedFirstStream() {
     const log = await buildLog(['Hel', 'lo ', '世界']);
-    // Same length, different bytes: only the hash can tell.
     const corrupted = log.map((event) => (event.type === 'delta' && event.text === 'lo ' ? { ...event, text: 'LO ' } : event));
-    const server = await scripted(log, {
+    return scripted(log, {
       stream: ({ index, res }) => {
         if (index > 0) return 'default';
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.end(corrupted.map(sse).join(''));
       },
     });
+  }
+
+  it('rebuilds from a full replay when the text does not match textSha256', async () => {
+    const server = await corruptedFirstStream();
     const followed = follow(server.baseUrl, TURN);
     cleanup.push(() => followed.client.dispose());
     const final = await followed.turn.completed;
@@ -162,16 +169,9 @@ describe('integrity at turn.end', () => {
   });
 
   it('still checks the hash where Web Crypto is missing (insecure contexts)', async () => {
-    const log = await buildLog(['Hel', 'lo ', '世界']);
+    // The log is built (and hashed) first; only the client then finds Web Crypto missing.
+    const server = await corruptedFirstStream();
     const digest = vi.spyOn(crypto.subtle, 'digest').mockRejectedValue(new DOMException('not in a secure context', 'NotSupportedError'));
-    const corrupted = log.map((event) => (event.type === 'delta' && event.text === 'lo ' ? { ...event, text: 'LO ' } : event));
-    const server = await scripted(log, {
-      stream: ({ index, res }) => {
-        if (index > 0) return 'default';
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(corrupted.map(sse).join(''));
-      },
-    });
     const followed = follow(server.baseUrl, TURN);
     cleanup.push(() => followed.client.dispose());
     const final = await followed.turn.completed;
