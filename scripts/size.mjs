@@ -6,7 +6,7 @@
  * gzip (level 9) compresses it. Budgets are in kB of 1024 bytes.
  *
  * `node scripts/size.mjs` prints the table and exits 1 when a budget is exceeded (part
- * of `npm test`). `scripts/bench.mjs` imports {@link measureBundleSizes} so the
+ * of `npm test`); `--by-module` adds where each entry's minified bytes come from. `scripts/bench.mjs` imports {@link measureBundleSizes} so the
  * benchmark page reports exactly the same figures.
  */
 import { existsSync } from 'node:fs';
@@ -106,10 +106,23 @@ export async function measureBundleSizes() {
       legalComments: 'none',
       external: entry.external.flatMap((name) => [name, `${name}/*`]),
       plugins: entry.plugins ?? [],
+      metafile: true,
     });
     const code = result.outputFiles[0].contents;
     const gzipped = gzipSync(code, { level: 9 }).length;
-    rows.push({ name: entry.name, minified: code.length, gzipped, budget: BUDGETS[entry.name], target: TARGETS[entry.name] });
+    const output = Object.values(result.metafile.outputs)[0];
+    const modules = Object.entries(output.inputs)
+      .map(([path, input]) => ({ path, minified: input.bytesInOutput }))
+      .filter((module) => module.minified > 0)
+      .sort((a, b) => b.minified - a.minified);
+    rows.push({
+      name: entry.name,
+      minified: code.length,
+      gzipped,
+      modules,
+      budget: BUDGETS[entry.name],
+      target: TARGETS[entry.name],
+    });
   }
   return rows;
 }
@@ -140,6 +153,13 @@ async function main() {
   const rows = await measureBundleSizes();
   console.log('Bundle sizes (esbuild bundle + minify, gzip -9; 1 kB = 1024 bytes)\n');
   console.log(sizeTable(rows));
+  // `--by-module`: where the minified bytes of each entry come from (before gzip).
+  if (process.argv.includes('--by-module')) {
+    for (const row of rows.filter((r) => r.modules)) {
+      console.log(`\n${row.name}: minified bytes by module`);
+      for (const module of row.modules) console.log(`${String(module.minified).padStart(8)}  ${module.path}`);
+    }
+  }
   const over = rows.filter((row) => row.budget !== undefined && row.gzipped > row.budget);
   const missing = rows.filter((row) => row.missing && BUDGETS[row.name] !== undefined);
   for (const row of over) console.error(`size: ${row.name} is ${formatKb(row.gzipped)}, budget ${formatKb(row.budget)}`);
