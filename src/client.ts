@@ -7,18 +7,16 @@ import { resolveRetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
-import { assertId, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
+import { assertId, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
-import { createPersistence, type OutboxStorage, type Persistence, type TurnMessage } from './storage/persistence.js';
+import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
 import { createOutbox, type OutboxController } from './outbox/outbox.js';
 import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted, type SubmissionTracker } from './outbox/views.js';
-import type { Store } from './storage/store.js';
 import { headersResolver } from './transport/http.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from './transport/network.js';
 import { listTurns } from './transport/requests.js';
 import { streamLimitsFor } from './transport/sse-connection.js';
-import { createTabShare } from './transport/tab-share.js';
 import { TurnFollower, type FollowerDeps } from './turn-follower.js';
 import type {
   Conversation,
@@ -32,23 +30,9 @@ import type {
   OutboxEntry,
   StorageStatus,
   Subscribable,
-  Submission,
   Turn,
   TurnSnapshot,
 } from './types.js';
-
-/** Default of {@link StallOptions.firstEventMs}. */
-const DEFAULT_FIRST_EVENT_MS = 15_000;
-/** Default of {@link StallOptions.idleMs}. */
-const DEFAULT_IDLE_MS = 25_000;
-/** Default of {@link LimitOptions.maxTurnTextLength}. */
-const DEFAULT_MAX_TURN_TEXT = 16 * 1024 * 1024;
-/** Default of {@link LifelineOptions.retentionMs}: 7 days. */
-const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
-/** Events per replay page. */
-const REPLAY_LIMIT = 1000;
-/** Consecutive failed stream attempts (no events between) before the turn is replayed. */
-const REPLAY_AFTER_FAILURES = 3;
 
 /**
  * Creates a Lifeline client. Throws `invalid_argument` for unusable options; everything
@@ -63,33 +47,20 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   return new Client(options);
 }
 
-function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new LifelineError('invalid_argument', `${name} must be a number ${allowZero ? '≥' : '>'} 0, got ${String(value)}.`);
-  }
+/** A numeric option, `fallback` when absent; `invalid_argument` unless > 0 (or 0 when `zero`). */
+function option(name: string, value: number | undefined, fallback: number, zero = false): number {
+  value ??= fallback;
+  if (!(value > 0 || (zero && value === 0))) throw new LifelineError('invalid_argument', `Invalid ${name}.`);
   return value;
 }
 
 /** Notifies at most once per animation frame while the page is visible, else once per microtask. */
 function notificationScheduler(callback: () => void): void {
-  const scope = globalThis as { requestAnimationFrame?: (callback: () => void) => unknown; document?: { visibilityState?: string } };
-  if (typeof scope.requestAnimationFrame === 'function' && scope.document?.visibilityState === 'visible') {
-    scope.requestAnimationFrame(callback);
-  } else {
-    queueMicrotask(callback);
-  }
+  if (globalThis.document?.visibilityState === 'visible' && 'requestAnimationFrame' in globalThis) requestAnimationFrame(callback);
+  else queueMicrotask(callback);
 }
 
-function resolveStore(options: LifelineOptions): { store: Store; memoryByChoice: boolean } {
-  const choice = options.storage ?? 'indexeddb';
-  if (choice === 'memory') return { store: createMemoryStore(), memoryByChoice: true };
-  if (choice === 'indexeddb') {
-    // Opening fails where IndexedDB is missing or refused: the client then degrades to memory, once, visibly.
-    return { store: createIndexedDbStore({ namespace: options.namespace ?? 'default' }), memoryByChoice: false };
-  }
-  return { store: choice, memoryByChoice: choice.kind === 'memory' };
-}
+const disposedError = (): CancelledError => new CancelledError('disposed', 'The client was disposed.');
 
 class Client implements LifelineClient {
   readonly ready: Promise<void>;
@@ -101,107 +72,112 @@ class Client implements LifelineClient {
   readonly #options: LifelineOptions;
   readonly #diagnostics = createEmitter<Diagnostic>();
   readonly #persistence: Persistence;
-  readonly #network: NetworkMonitor;
+  readonly #network: NetworkMonitor = createBrowserNetworkMonitor();
   readonly #followers = new Map<string, TurnFollower>();
-  readonly #followerDeps: FollowerDeps;
-  readonly #http: { baseUrl: string; fetch: typeof fetch; headers: () => Promise<Record<string, string>>; now: () => number };
+  readonly #deps: FollowerDeps;
   /** Turns restored from storage at start (their storage was already read). */
   readonly #restored = new Set<string>();
-  readonly #conversations = new Map<string, ConversationView>();
-  readonly #cleanups: (() => void)[] = [];
+  readonly #conversations = new Map<string, Conversation>();
+  /** Run on dispose: listeners to remove, sleeps to cancel. */
+  readonly #cleanups = new Set<() => void>();
   #turnList: readonly TurnSnapshot[] | undefined;
   readonly #turnListeners = createEmitter<void>();
-  readonly #turnBatcher;
+  readonly #turnBatcher = createBatcher(() => {
+    this.#turnList = undefined;
+    this.#turnListeners.emit();
+  }, notificationScheduler);
   readonly #outbox: OutboxController;
   readonly #submissions: SubmissionTracker;
   #disposed = false;
 
   constructor(options: LifelineOptions) {
-    if (typeof options !== 'object' || options === null) throw new LifelineError('invalid_argument', 'createLifeline needs an options object.');
-    if (typeof options.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string such as "/api".');
+    if (typeof options?.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string.');
     this.#options = options;
+    const { baseUrl, storage = 'indexeddb', namespace = 'default', limits = {}, stall = {} } = options;
     const now = Date.now;
-    const retry = resolveRetryPolicy(options.retry);
-    const maxEventSize = positive('limits.maxEventSize', options.limits?.maxEventSize, DEFAULT_MAX_EVENT_SIZE);
-    const maxTextLength = positive('limits.maxTurnTextLength', options.limits?.maxTurnTextLength, DEFAULT_MAX_TURN_TEXT);
-    const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     const headers = headersResolver(options.headers);
-    const { store, memoryByChoice } = resolveStore(options);
-    this.#http = { baseUrl: options.baseUrl, fetch: fetchImpl, headers, now };
+    const emit = (diagnostic: Diagnostic): void => this.#emit(diagnostic);
+    const maxEventSize = option('maxEventSize', limits.maxEventSize, DEFAULT_MAX_EVENT_SIZE);
 
     this.#persistence = createPersistence({
-      store,
-      memoryByChoice,
-      flushMs: positive('flushMs', options.flushMs, 16, true),
-      flushEvents: positive('flushEvents', options.flushEvents, 256),
-      retentionMs: positive('retentionMs', options.retentionMs, DEFAULT_RETENTION_MS),
+      // A refused or missing IndexedDB degrades to memory, once, visibly.
+      store: storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage,
+      memoryByChoice: storage === 'memory' || (typeof storage === 'object' && storage.kind === 'memory'),
+      flushMs: option('flushMs', options.flushMs, 16, true),
+      flushEvents: option('flushEvents', options.flushEvents, 256),
+      retentionMs: option('retentionMs', options.retentionMs, 7 * 24 * 3600_000),
       now,
-      emit: (diagnostic) => this.#emit(diagnostic),
+      emit,
     });
-    this.#network = createBrowserNetworkMonitor();
-    this.#turnBatcher = createBatcher(() => {
-      this.#turnList = undefined;
-      this.#turnListeners.emit();
-      for (const view of this.#conversations.values()) view.invalidate();
-    }, notificationScheduler);
-
-    // One stream per turn across this namespace's tabs, where the browser can elect one.
-    const share = createTabShare(options.namespace ?? 'default', (error) => this.#emit({ type: 'protocol-error', at: Date.now(), error }));
-    if (share !== undefined) this.#cleanups.push(() => share.close());
-    this.#followerDeps = {
-      baseUrl: options.baseUrl,
-      fetch: fetchImpl,
+    this.#deps = {
+      baseUrl,
+      fetch,
       headers,
-      retry,
-      firstEventMs: positive('stall.firstEventMs', options.stall?.firstEventMs, DEFAULT_FIRST_EVENT_MS),
-      idleMs: positive('stall.idleMs', options.stall?.idleMs, DEFAULT_IDLE_MS),
+      retry: resolveRetryPolicy(options.retry),
+      firstEventMs: option('firstEventMs', stall.firstEventMs, 15_000),
+      idleMs: option('idleMs', stall.idleMs, 25_000),
       maxEventSize,
-      reducerLimits: { maxTextLength },
+      reducerLimits: { maxTextLength: option('maxTurnTextLength', limits.maxTurnTextLength, 16 * 1024 * 1024) },
       streamLimits: streamLimitsFor(maxEventSize),
-      replayLimit: REPLAY_LIMIT,
+      replayLimit: 1000,
       replayMaxBytes: Math.max(8 * 1024 * 1024, 4 * maxEventSize),
-      replayAfterFailures: REPLAY_AFTER_FAILURES,
+      // Consecutive failed stream attempts (no events between) before the turn is replayed.
+      replayAfterFailures: 3,
       now,
       random: Math.random,
       network: this.#network,
-      emit: (diagnostic) => this.#emit(diagnostic),
+      emit,
       persistence: this.#persistence,
       schedule: notificationScheduler,
       onChange: () => this.#turnBatcher.request(),
-      ...(share === undefined ? {} : { share }),
     };
 
-    this.diagnostics = { subscribe: (listener) => this.#diagnostics.subscribe(listener) };
+    this.diagnostics = { subscribe: this.#diagnostics.subscribe };
     this.storageStatus = this.#persistence.status;
     this.turns = {
-      getSnapshot: () => (this.#turnList ??= Object.freeze(this.#sortedFollowers().map((follower) => follower.getSnapshot()))),
-      subscribe: (listener) => this.#turnListeners.subscribe(listener),
+      getSnapshot: () =>
+        (this.#turnList ??= Object.freeze(
+          [...this.#followers.values()]
+            .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+            .map((follower) => follower.getSnapshot()),
+        )),
+      subscribe: this.#turnListeners.subscribe,
     };
-    // ---- outbox wiring (issue 6): durable submissions behind conversation.send ----
+    // Durable submissions behind conversation.send (issue 6).
     this.#outbox = createOutbox({
       storage: this.outboxStorage,
-      baseUrl: options.baseUrl,
-      fetch: fetchImpl,
+      baseUrl,
+      fetch,
       headers,
-      ...(options.retry === undefined ? {} : { retry: options.retry }),
-      ...(options.outbox?.timeoutMs === undefined ? {} : { timeoutMs: options.outbox.timeoutMs }),
-      ...(options.outbox?.maxAgeMs === undefined ? {} : { maxAgeMs: options.outbox.maxAgeMs }),
-      namespace: options.namespace ?? 'default',
+      ...(options.retry && { retry: options.retry }),
+      ...options.outbox,
+      namespace,
       network: this.#network,
-      // Online/offline is reported once, by #listen.
-      emit: (diagnostic) => {
-        if (diagnostic.type !== 'network') this.#emit(diagnostic);
-      },
+      // Online/offline is reported once, below.
+      emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
       onAccepted: (entry, answer) => {
-        if (this.#disposed) return;
-        this.#submissions.accept(entry.operationId, this.followAccepted(entry, answer));
+        if (!this.#disposed) this.#submissions.accept(entry.operationId, this.followAccepted(entry, answer));
       },
     });
     this.#submissions = createSubmissionTracker(this.#outbox);
     this.outbox = createOutboxView(this.#outbox, isUnaccepted);
-    // ---- end outbox wiring ----
 
-    this.#listen();
+    // Browser signals: online/offline for every follower; flush storage when the page goes away.
+    const scope = globalThis as Partial<typeof globalThis>;
+    const flush = (): void => void this.#persistence.flush();
+    const unsubscribe = this.#network.subscribe((online) => {
+      emit({ type: 'network', at: now(), online });
+      for (const follower of this.#followers.values()) follower.onNetwork(online);
+    });
+    // Flushing on any visibility change is harmless; the one that matters is to `hidden`.
+    scope.addEventListener?.('pagehide', flush);
+    scope.document?.addEventListener('visibilitychange', flush);
+    this.#cleanups.add(() => {
+      unsubscribe();
+      scope.removeEventListener?.('pagehide', flush);
+      scope.document?.removeEventListener('visibilitychange', flush);
+    });
     this.ready = this.#start();
   }
 
@@ -209,9 +185,9 @@ class Client implements LifelineClient {
 
   turn(turnId: string): Turn {
     this.#assertUsable();
-    assertId('A turn id', turnId);
+    assertId('turnId', turnId);
     const existing = this.#followers.get(turnId);
-    if (existing !== undefined) {
+    if (existing) {
       existing.reopen();
       return existing;
     }
@@ -222,19 +198,10 @@ class Client implements LifelineClient {
 
   conversation(conversationId: string): Conversation {
     this.#assertUsable();
-    assertId('A conversation id', conversationId);
+    assertId('conversationId', conversationId);
     let view = this.#conversations.get(conversationId);
-    if (view === undefined) {
-      view = new ConversationView(conversationId, () => this.turns.getSnapshot(), (listener) => this.#turnListeners.subscribe(listener), {
-        outbox: createOutboxView(this.#outbox, (entry) => entry.conversationId === conversationId && isUnaccepted(entry)),
-        entries: filteredStore(this.#outbox.entries, (entry) => entry.conversationId === conversationId),
-        send: (content) => {
-          this.#assertUsable();
-          return this.#submissions.track(this.#outbox.enqueue(conversationId, content).operationId);
-        },
-        stored: (turnId) => this.#persistence.message(turnId),
-      });
-      this.#conversations.set(conversationId, view);
+    if (!view) {
+      this.#conversations.set(conversationId, (view = this.#conversationView(conversationId)));
       void this.#hydrate(conversationId);
     }
     return view;
@@ -242,21 +209,17 @@ class Client implements LifelineClient {
 
   async recover(conversationId: string): Promise<readonly TurnSnapshot[]> {
     this.#assertUsable();
-    assertId('A conversation id', conversationId);
+    assertId('conversationId', conversationId);
     await this.ready;
-    const listed = await listTurns(this.#http, conversationId, {
-      policy: this.#followerDeps.retry,
-      clock: { random: this.#followerDeps.random, now: this.#http.now },
+    const deps = this.#deps;
+    const listed = await listTurns(deps, conversationId, {
+      policy: deps.retry,
+      clock: deps,
       onRetry: (attempt, delayMs, cause) => this.#emit({ type: 'retry', at: Date.now(), scope: 'replay', id: conversationId, attempt, delayMs, cause }),
       sleep: (ms) => this.#sleep(ms),
     });
-    const work: Promise<void>[] = [];
-    for (const turn of listed) work.push(this.#adopt(turn));
-    await Promise.all(work);
-    return listed.flatMap((turn) => {
-      const follower = this.#followers.get(turn.id);
-      return follower === undefined ? [] : [follower.getSnapshot()];
-    });
+    await Promise.all(listed.map((turn) => this.#adopt(turn)));
+    return listed.flatMap((turn) => this.#followers.get(turn.id)?.getSnapshot() ?? []);
   }
 
   async clearStorage(): Promise<void> {
@@ -275,18 +238,17 @@ class Client implements LifelineClient {
     for (const follower of this.#followers.values()) follower.dispose();
     this.#submissions.dispose();
     this.#outbox.dispose();
-    for (const cleanup of this.#cleanups.splice(0)) cleanup();
+    for (const cleanup of this.#cleanups) cleanup();
     this.#turnBatcher.cancel();
     void this.#persistence.dispose();
   }
 
-  // ------------------------------------------------------------------ outbox seam
+  // ------------------------------------------------------------------ outbox seams
 
   /**
-   * Seam for the outbox (`createOutbox(deps)`): pass this as `deps.onAccepted`. Follows
-   * the accepted turn, records which submission and conversation it belongs to (written
-   * to storage at once, so a reload before its first event still resumes it), and
-   * returns the turn handle for `Submission.accepted`.
+   * The outbox's `onAccepted`: follows the accepted turn, records which submission and
+   * conversation it belongs to (written to storage at once, so a reload before its first
+   * event still resumes it), and returns the turn handle for `Submission.accepted`.
    */
   followAccepted(entry: Pick<OutboxEntry, 'operationId' | 'conversationId'> & Partial<Pick<OutboxEntry, 'content'>>, answer: SubmitAnswer): Turn {
     // The turn's row keeps the message: the outbox deletes the entry soon after acceptance.
@@ -296,7 +258,7 @@ class Client implements LifelineClient {
     return turn;
   }
 
-  /** Seam for the outbox: `deps.storage`, routed to the current (possibly degraded) store. */
+  /** The outbox's `storage`, routed to the current (possibly degraded) store. */
   get outboxStorage(): OutboxStorage {
     return this.#persistence.outbox;
   }
@@ -305,26 +267,29 @@ class Client implements LifelineClient {
 
   async #start(): Promise<void> {
     await this.#persistence.open();
-    if (this.#options.persist === true) await this.#askPersistence();
+    if (this.#options.persist) {
+      const persisted = await (globalThis.navigator?.storage?.persist?.() ?? Promise.reject()).catch(() => false);
+      this.#persistence.setPersisted(persisted);
+    }
     const loaded = await this.#persistence.loadUnfinished();
     // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
     await this.#outbox.start();
     const conversations = new Set<string>();
     for (const turn of loaded) {
-      if (this.#followers.has(turn.record.id)) continue;
-      const follower = this.#createFollower(turn.record.id);
-      follower.restore(turn);
-      this.#restored.add(turn.record.id);
-      conversations.add(turn.record.conversationId);
+      const { id, conversationId } = turn.record;
+      if (this.#followers.has(id)) continue;
+      this.#createFollower(id).restore(turn);
+      this.#restored.add(id);
+      conversations.add(conversationId);
     }
     void this.#persistence.sweep();
     // Stored text is visible now; the network starts after `ready`.
     queueMicrotask(() => {
       if (this.#disposed) return;
-      for (const id of this.#restored) this.#followers.get(id)?.start();
-      for (const conversationId of conversations) {
-        this.recover(conversationId).catch((error: unknown) => {
-          if (!this.#disposed) this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id: conversationId, error: asLifelineError(error) });
+      for (const id of this.#restored) void this.#followers.get(id)?.start();
+      for (const id of conversations) {
+        this.recover(id).catch((error: unknown) => {
+          if (!this.#disposed) this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id, error: asLifelineError(error) });
         });
       }
     });
@@ -335,21 +300,18 @@ class Client implements LifelineClient {
     if (this.#disposed || this.#followers.get(follower.id) !== follower) return;
     if (!this.#restored.has(follower.id)) {
       const stored = await this.#persistence.loadTurn(follower.id);
-      if (stored !== undefined && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
+      if (stored && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
     }
-    follower.start();
+    void follower.start();
   }
 
   /**
-   * Shows a conversation's stored turns from storage, without the network: ended turns
-   * are not restored at start, yet the conversation lists them (and the messages that
-   * started them) after a reload.
+   * Shows a conversation's stored turns without the network: ended turns are not restored
+   * at start, yet the conversation lists them (and their messages) after a reload.
    */
   async #hydrate(conversationId: string): Promise<void> {
     await this.ready;
-    if (this.#disposed) return;
-    const records = await this.#persistence.loadConversation(conversationId);
-    for (const record of records) {
+    for (const record of this.#disposed ? [] : await this.#persistence.loadConversation(conversationId)) {
       if (this.#disposed || this.#followers.has(record.id)) continue;
       const follower = this.#createFollower(record.id);
       if (record.text !== undefined) {
@@ -364,19 +326,13 @@ class Client implements LifelineClient {
   /** One listed turn: adopt it when not held, revive it when it failed, else replay alongside. */
   async #adopt(turn: TurnObject): Promise<void> {
     const held = this.#followers.get(turn.id);
-    if (held === undefined) {
-      const follower = this.#createFollower(turn.id);
-      follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
-      const stored = await this.#persistence.loadTurn(turn.id);
-      if (stored !== undefined) follower.restore(stored);
-      await follower.start(true);
-      return;
-    }
-    if (held.done) {
-      if (held.revivable) await held.revive();
-      return;
-    }
-    await held.replayAlongside();
+    if (held?.done) return held.revive();
+    if (held) return held.replayAlongside();
+    const follower = this.#createFollower(turn.id);
+    follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
+    const stored = await this.#persistence.loadTurn(turn.id);
+    if (stored) follower.restore(stored);
+    await follower.start(true);
   }
 
   /** Waits `ms` between retries; rejects `disposed` as soon as the client is. */
@@ -385,177 +341,87 @@ class Client implements LifelineClient {
     return new Promise((resolve, reject) => {
       const cancel = (): void => {
         clearTimeout(timer);
-        reject(new CancelledError('disposed', 'This Lifeline client was disposed.'));
+        reject(disposedError());
       };
-      const timer = setTimeout(() => {
-        const index = this.#cleanups.indexOf(cancel);
-        if (index >= 0) this.#cleanups.splice(index, 1);
-        resolve();
-      }, ms);
-      this.#cleanups.push(cancel);
+      const timer = setTimeout(() => resolve(void this.#cleanups.delete(cancel)), ms);
+      this.#cleanups.add(cancel);
     });
   }
 
   #createFollower(turnId: string): TurnFollower {
-    const follower = new TurnFollower(turnId, this.#followerDeps);
+    const follower = new TurnFollower(turnId, this.#deps);
     this.#followers.set(turnId, follower);
     this.#turnBatcher.request();
     return follower;
   }
 
-  #sortedFollowers(): TurnFollower[] {
-    return [...this.#followers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  }
-
   #emit(diagnostic: Diagnostic): void {
     this.#diagnostics.emit(diagnostic);
-    const listener = this.#options.onDiagnostic;
-    if (listener === undefined) return;
     try {
-      listener(diagnostic);
+      this.#options.onDiagnostic?.(diagnostic);
     } catch (error) {
       reportListenerError(error);
     }
   }
 
-  /** Browser signals: online/offline for every follower; flush storage when the page goes away. */
-  #listen(): void {
-    this.#cleanups.push(
-      this.#network.subscribe((online) => {
-        this.#emit({ type: 'network', at: Date.now(), online });
-        for (const follower of this.#followers.values()) follower.onNetwork(online);
-      }),
-    );
-    const scope = globalThis as {
-      addEventListener?: (type: string, listener: () => void) => void;
-      removeEventListener?: (type: string, listener: () => void) => void;
-      document?: { visibilityState?: string; addEventListener?: (type: string, listener: () => void) => void; removeEventListener?: (type: string, listener: () => void) => void };
-    };
-    const flush = (): void => void this.#persistence.flush();
-    if (typeof scope.addEventListener === 'function' && typeof scope.removeEventListener === 'function') {
-      scope.addEventListener('pagehide', flush);
-      this.#cleanups.push(() => scope.removeEventListener?.('pagehide', flush));
-    }
-    const documentRef = scope.document;
-    if (typeof documentRef?.addEventListener === 'function') {
-      const onVisibility = (): void => {
-        if (documentRef.visibilityState === 'hidden') flush();
-      };
-      documentRef.addEventListener('visibilitychange', onVisibility);
-      this.#cleanups.push(() => documentRef.removeEventListener?.('visibilitychange', onVisibility));
-    }
-  }
-
-  async #askPersistence(): Promise<void> {
-    const storage = (globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean> } } }).navigator?.storage;
-    if (typeof storage?.persist !== 'function') return;
-    try {
-      this.#persistence.setPersisted(await storage.persist());
-    } catch {
-      this.#persistence.setPersisted(false);
-    }
-  }
-
   #assertUsable(): void {
-    if (this.#disposed) throw new CancelledError('disposed', 'This Lifeline client was disposed.');
-  }
-}
-
-/** What a conversation needs from the outbox (issue 6). */
-interface ConversationOutbox {
-  /** This conversation's pending and failed entries. */
-  outbox: Outbox;
-  /** This conversation's entries, accepted ones included (they link a message to its turn). */
-  entries: ExternalStore<readonly OutboxEntry[]>;
-  send(content: MessageContent): Submission;
-  /** The user message stored with a turn's row: after a reload the outbox has forgotten it. */
-  stored(turnId: string): TurnMessage | undefined;
-}
-
-/** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
-class ConversationView implements Conversation {
-  readonly id: string;
-  readonly outbox: Outbox;
-  readonly #turns: () => readonly TurnSnapshot[];
-  readonly #subscribeTurns: (listener: () => void) => () => void;
-  readonly #submissions: ConversationOutbox;
-  /** User messages by turn id, remembered for the session: the outbox forgets accepted entries soon after. */
-  readonly #sent = new Map<string, { operationId: string; content: MessageContent }>();
-  #snapshot: ConversationSnapshot | undefined;
-  #source: readonly TurnSnapshot[] | undefined;
-  #sourceEntries: readonly OutboxEntry[] | undefined;
-
-  constructor(id: string, turns: () => readonly TurnSnapshot[], subscribeTurns: (listener: () => void) => () => void, submissions: ConversationOutbox) {
-    this.id = id;
-    this.#turns = turns;
-    this.#subscribeTurns = subscribeTurns;
-    this.#submissions = submissions;
-    this.outbox = submissions.outbox;
+    if (this.#disposed) throw disposedError();
   }
 
-  readonly getSnapshot = (): ConversationSnapshot => {
-    const turns = this.#turns();
-    const entries = this.#submissions.entries.getSnapshot();
-    if (this.#snapshot !== undefined && this.#source === turns && this.#sourceEntries === entries) return this.#snapshot;
-    const byTurn = new Map<string, OutboxEntry>();
-    for (const entry of entries) {
-      if (entry.turnId === undefined) continue;
-      byTurn.set(entry.turnId, entry);
-      this.#sent.set(entry.turnId, { operationId: entry.operationId, content: entry.content });
-    }
-    const items: ConversationItem[] = [];
-    const placed = new Set<string>();
-    for (const turn of turns) {
-      if (turn.conversationId !== this.id) continue;
-      const user = this.#sent.get(turn.id) ?? this.#submissions.stored(turn.id);
-      if (user !== undefined) {
-        const entry = byTurn.get(turn.id);
-        // A row without the operation id still gets a key of its own (':' is in no id).
-        const key = user.operationId ?? `${turn.id}:user`;
-        items.push({ role: 'user', key, content: user.content, ...(entry === undefined ? {} : { submission: entry }) });
-        placed.add(key);
-      }
-      items.push({ role: 'assistant', key: turn.id, turn });
-    }
-    for (const entry of entries) {
-      if (!placed.has(entry.operationId)) items.push({ role: 'user', key: entry.operationId, content: entry.content, submission: entry });
-    }
-    const previous = this.#snapshot;
-    this.#source = turns;
-    this.#sourceEntries = entries;
-    // Same items, same snapshot: a change to another conversation's turn is not ours.
-    if (previous !== undefined && sameItems(previous.items, items)) return previous;
-    this.#snapshot = Object.freeze({ id: this.id, items: Object.freeze(items) });
-    return this.#snapshot;
-  };
-
-  readonly subscribe = (listener: () => void): (() => void) => {
-    const turns = this.#subscribeTurns(listener);
-    const entries = this.#submissions.entries.subscribe(listener);
-    return () => {
-      turns();
-      entries();
+  /** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
+  #conversationView(id: string): Conversation {
+    const persistence = this.#persistence;
+    // This conversation's entries, accepted ones included (they link a message to its turn).
+    const entries = filteredStore(this.#outbox.entries, (entry) => entry.conversationId === id);
+    const send = (content: OutboxEntry['content']) => {
+      this.#assertUsable();
+      return this.#submissions.track(this.#outbox.enqueue(id, content).operationId);
     };
-  };
-
-  invalidate(): void {
-    this.#source = undefined;
+    let snapshot: ConversationSnapshot = Object.freeze({ id, items: Object.freeze([]) });
+    let sources: unknown[] = [];
+    return {
+      id,
+      outbox: createOutboxView(this.#outbox, (entry) => entry.conversationId === id && isUnaccepted(entry)),
+      send,
+      resend(turnId) {
+        // The message is stored with its turn's row: the outbox forgets accepted entries.
+        const message = persistence.message(turnId);
+        if (!message) throw new LifelineError('invalid_argument', 'No stored message started this turn.');
+        return send(message.content);
+      },
+      getSnapshot: () => {
+        const turns = this.turns.getSnapshot();
+        const pending = entries.getSnapshot();
+        if (sources[0] === turns && sources[1] === pending) return snapshot;
+        sources = [turns, pending];
+        const items: ConversationItem[] = [];
+        const placed = new Set<string>();
+        for (const turn of turns) {
+          if (turn.conversationId !== id) continue;
+          const user = persistence.message(turn.id);
+          if (user) {
+            const submission = pending.find((entry) => entry.turnId === turn.id);
+            // A row without the operation id still gets a key of its own (':' is in no id).
+            const key = user.operationId ?? `${turn.id}:user`;
+            items.push({ role: 'user', key, content: user.content, ...(submission && { submission }) });
+            placed.add(key);
+          }
+          items.push({ role: 'assistant', key: turn.id, turn });
+        }
+        for (const submission of pending) {
+          if (!placed.has(submission.operationId)) items.push({ role: 'user', key: submission.operationId, content: submission.content, submission });
+        }
+        // Same items, same snapshot: a change to another conversation's turn is not ours.
+        const old = snapshot.items;
+        if (items.length !== old.length || items.some((item, i) => item.key !== old[i]!.key || item.turn !== old[i]!.turn || item.submission !== old[i]!.submission)) {
+          snapshot = Object.freeze({ id, items: Object.freeze(items) });
+        }
+        return snapshot;
+      },
+      subscribe: (listener) => {
+        const unsubscribe = [this.#turnListeners.subscribe(listener), entries.subscribe(listener)];
+        return () => unsubscribe.forEach((stop) => stop());
+      },
+    };
   }
-
-  send(content: MessageContent): Submission {
-    return this.#submissions.send(content);
-  }
-
-  resend(turnId: string): Submission {
-    const message = this.#sent.get(turnId) ?? this.#submissions.stored(turnId);
-    if (message === undefined) throw new LifelineError('invalid_argument', `No stored message started turn ${turnId}.`);
-    return this.send(message.content);
-  }
-}
-
-function sameItems(a: readonly ConversationItem[], b: readonly ConversationItem[]): boolean {
-  return (
-    a.length === b.length &&
-    a.every((item, index) => item.key === b[index]?.key && item.turn === b[index]?.turn && item.submission === b[index]?.submission)
-  );
 }

@@ -47,11 +47,21 @@ export interface LifelineErrorOptions {
   /** The underlying error, kept for debugging. */
   cause?: unknown;
   /** HTTP status, when the failure came from a response. */
-  status?: number;
+  status?: number | undefined;
   /** The server's own error code from `{"error":{"code"}}`, when there was one. */
-  serverCode?: string;
+  serverCode?: string | undefined;
   /** Extra structured detail (zod issues, sizes, seqs). */
   details?: unknown;
+}
+
+/** The plain form of an error ({@link LifelineError.toJSON}), as stored with failed turns and outbox entries. */
+export interface LifelineErrorJson {
+  name: string;
+  kind: LifelineErrorKind;
+  code: LifelineErrorCode;
+  message: string;
+  status?: number;
+  serverCode?: string;
 }
 
 const BRAND = Symbol.for('lifeline.error');
@@ -60,15 +70,16 @@ const BRAND = Symbol.for('lifeline.error');
 export class LifelineError extends Error {
   readonly code: LifelineErrorCode;
   readonly kind: LifelineErrorKind = 'usage';
+  override name = 'LifelineError';
   readonly status: number | undefined;
   readonly serverCode: string | undefined;
   readonly details: unknown;
   /** Cross-realm brand: `instanceof` fails across iframes and bundle copies, this does not. */
   readonly [BRAND] = true;
 
-  constructor(code: LifelineErrorCode, message: string, options: LifelineErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'LifelineError';
+  /** The defaults serve `new CancelledError()`. */
+  constructor(code: LifelineErrorCode = 'cancelled', message = 'Cancelled.', options: LifelineErrorOptions = {}) {
+    super(message, options);
     this.code = code;
     this.status = options.status;
     this.serverCode = options.serverCode;
@@ -76,106 +87,61 @@ export class LifelineError extends Error {
   }
 
   /** A plain object safe to log, store or post between tabs. */
-  toJSON(): { name: string; kind: LifelineErrorKind; code: LifelineErrorCode; message: string; status?: number; serverCode?: string } {
-    return {
-      name: this.name,
-      kind: this.kind,
-      code: this.code,
-      message: this.message,
-      ...(this.status === undefined ? {} : { status: this.status }),
-      ...(this.serverCode === undefined ? {} : { serverCode: this.serverCode }),
-    };
+  toJSON(): LifelineErrorJson {
+    const { name, kind, code, message, status, serverCode } = this;
+    return { name, kind, code, message, ...(status === undefined ? {} : { status }), ...(serverCode === undefined ? {} : { serverCode }) };
   }
+}
+
+/** The subclass of one kind: only its `kind` and `name` differ from the base. */
+function kindClass<K extends LifelineErrorKind>(kind: K, name: string) {
+  return class extends LifelineError {
+    override readonly kind: K = kind;
+    override name = name;
+  };
 }
 
 /** The network failed, or the server answered with something other than success. */
-export class TransportError extends LifelineError {
-  override readonly kind = 'transport';
-  constructor(code: LifelineErrorCode, message: string, options?: LifelineErrorOptions) {
-    super(code, message, options);
-    this.name = 'TransportError';
-  }
-}
-
+export const TransportError = kindClass('transport', 'TransportError');
+export type TransportError = InstanceType<typeof TransportError>;
 /** Data arrived that breaks PROTOCOL.md (bad JSON, wrong shape, too large, bad seq). */
-export class ProtocolError extends LifelineError {
-  override readonly kind = 'protocol';
-  constructor(code: LifelineErrorCode, message: string, options?: LifelineErrorOptions) {
-    super(code, message, options);
-    this.name = 'ProtocolError';
-  }
-}
-
+export const ProtocolError = kindClass('protocol', 'ProtocolError');
+export type ProtocolError = InstanceType<typeof ProtocolError>;
 /** IndexedDB (or another `Store`) refused, failed or held a bad record. */
-export class StorageError extends LifelineError {
-  override readonly kind = 'storage';
-  constructor(code: LifelineErrorCode, message: string, options?: LifelineErrorOptions) {
-    super(code, message, options);
-    this.name = 'StorageError';
-  }
-}
+export const StorageError = kindClass('storage', 'StorageError');
+export type StorageError = InstanceType<typeof StorageError>;
+/** The operation was cancelled by the app (turn cancelled, client disposed); codes `cancelled` (default) or `disposed`. */
+export const CancelledError = kindClass('cancelled', 'CancelledError');
+export type CancelledError = InstanceType<typeof CancelledError>;
 
-/** The operation was cancelled by the app (turn cancelled, client disposed). */
-export class CancelledError extends LifelineError {
-  override readonly kind = 'cancelled';
-  constructor(code: 'cancelled' | 'disposed' = 'cancelled', message = 'The operation was cancelled.', options?: LifelineErrorOptions) {
-    super(code, message, options);
-    this.name = 'CancelledError';
-  }
-}
+const CLASSES = { transport: TransportError, protocol: ProtocolError, storage: StorageError, cancelled: CancelledError, usage: LifelineError };
 
-function branded(value: unknown): value is LifelineError {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-}
+/** A guard true for a Lifeline error of `kind` (any kind when absent), from any realm or bundle copy. */
+const guard =
+  (kind?: LifelineErrorKind) =>
+  (value: unknown): boolean =>
+    (value as { [BRAND]?: boolean } | null)?.[BRAND] === true && (kind === undefined || (value as LifelineError).kind === kind);
 
 /** True for any Lifeline error, even one from another realm or bundle copy. */
-export function isLifelineError(value: unknown): value is LifelineError {
-  return branded(value);
-}
+export const isLifelineError = guard() as (value: unknown) => value is LifelineError;
 /** True for a {@link TransportError} from any realm. */
-export function isTransportError(value: unknown): value is TransportError {
-  return branded(value) && value.kind === 'transport';
-}
+export const isTransportError = guard('transport') as (value: unknown) => value is TransportError;
 /** True for a {@link ProtocolError} from any realm. */
-export function isProtocolError(value: unknown): value is ProtocolError {
-  return branded(value) && value.kind === 'protocol';
-}
+export const isProtocolError = guard('protocol') as (value: unknown) => value is ProtocolError;
 /** True for a {@link StorageError} from any realm. */
-export function isStorageError(value: unknown): value is StorageError {
-  return branded(value) && value.kind === 'storage';
-}
+export const isStorageError = guard('storage') as (value: unknown) => value is StorageError;
 /** True for a {@link CancelledError} from any realm. */
-export function isCancelledError(value: unknown): value is CancelledError {
-  return branded(value) && value.kind === 'cancelled';
-}
+export const isCancelledError = guard('cancelled') as (value: unknown) => value is CancelledError;
 
-/**
- * Rebuilds a typed error (the class of its `kind`) from the plain form
- * {@link LifelineError.toJSON} gave it: failed turns and outbox entries keep errors as data.
- */
-export function errorFromJson(json: ReturnType<LifelineError['toJSON']>): LifelineError {
-  const options = {
-    ...(json.status === undefined ? {} : { status: json.status }),
-    ...(json.serverCode === undefined ? {} : { serverCode: json.serverCode }),
-  };
-  switch (json.kind) {
-    case 'transport':
-      return new TransportError(json.code, json.message, options);
-    case 'protocol':
-      return new ProtocolError(json.code, json.message, options);
-    case 'storage':
-      return new StorageError(json.code, json.message, options);
-    case 'cancelled':
-      return new CancelledError(json.code === 'disposed' ? 'disposed' : 'cancelled', json.message, options);
-    default:
-      return new LifelineError(json.code, json.message, options);
-  }
+/** Rebuilds a typed error (the class of its `kind`) from its plain form: failed turns and outbox entries keep errors as data. */
+export function errorFromJson(json: LifelineErrorJson): LifelineError {
+  const { kind, code, message, ...options } = json;
+  return new (CLASSES[kind] ?? LifelineError)(code, message, options);
 }
 
 /** Any thrown value as a Lifeline error: a foreign one is a bug, reported as `invalid_argument` with it as cause. */
 export function asLifelineError(error: unknown): LifelineError {
-  if (branded(error)) return error;
-  return new LifelineError('invalid_argument', error instanceof Error ? error.message : String(error), { cause: error });
+  return isLifelineError(error) ? error : new LifelineError('invalid_argument', String((error as Error)?.message ?? error), { cause: error });
 }
 
 /** `error` when it is a storage error, else a `storage_write_failed` one saying `message`, with `error` as its cause. */

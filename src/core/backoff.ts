@@ -18,22 +18,16 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
   maxRetryAfterMs: 60_000,
 });
 
-/** Fills defaults and rejects nonsense (negative, NaN, factor < 1) with a usage error. */
+/** Fills defaults and rejects nonsense (negative, NaN, factor < 1) with `invalid_argument`. */
 export function resolveRetryPolicy(options: RetryOptions = {}): RetryPolicy {
-  const policy = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(options) };
-  for (const [key, value] of Object.entries(policy)) {
-    if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-      throw new LifelineError('invalid_argument', `retry.${key} must be a number ≥ 0, got ${String(value)}.`);
-    }
+  const policy: Record<string, number> = { ...DEFAULT_RETRY_POLICY };
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined) continue;
+    // `!(value >= 0)` is also true for NaN.
+    if (!(value >= (key === 'factor' ? 1 : 0))) throw new LifelineError('invalid_argument', `Invalid retry.${key}.`);
+    policy[key] = value;
   }
-  if (policy.factor < 1) throw new LifelineError('invalid_argument', `retry.factor must be ≥ 1, got ${policy.factor}.`);
-  return Object.freeze(policy);
-}
-
-function stripUndefined(options: RetryOptions): RetryOptions {
-  const out: Record<string, number> = {};
-  for (const [key, value] of Object.entries(options)) if (value !== undefined) out[key] = value as number;
-  return out as RetryOptions;
+  return Object.freeze(policy) as RetryPolicy;
 }
 
 /** What the caller knows about the failure it is about to retry. */
@@ -71,66 +65,48 @@ export interface BackoffClock {
   now?: () => number;
 }
 
-/**
- * The delay of exponential step `step` (1-based) with full jitter:
- * uniform in [0, min(maxDelayMs, initialDelayMs · factor^(step-1))).
- */
+/** Upper bound of step `step`'s (1-based) delay; `baseDelayMs` replaces `initialDelayMs` within the policy's bounds. */
+export function exponentialCap(policy: RetryPolicy, step: number, baseDelayMs?: number): number {
+  // NaN and undefined fall back to initialDelayMs (Math.max would pass NaN on).
+  const base = baseDelayMs! > policy.initialDelayMs ? Math.min(baseDelayMs!, policy.maxDelayMs) : policy.initialDelayMs;
+  return Math.min(policy.maxDelayMs, base * policy.factor ** Math.max(0, step - 1));
+}
+
+/** The delay of exponential step `step` with full jitter: uniform in [0, {@link exponentialCap}). */
 export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number, baseDelayMs?: number): number {
   return Math.floor(random() * exponentialCap(policy, step, baseDelayMs));
 }
 
-/** Upper bound of step `step`'s delay; `baseDelayMs` replaces `initialDelayMs` within the policy's bounds. */
-export function exponentialCap(policy: RetryPolicy, step: number, baseDelayMs?: number): number {
-  const base =
-    baseDelayMs === undefined || !Number.isFinite(baseDelayMs)
-      ? policy.initialDelayMs
-      : Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, baseDelayMs));
-  return Math.min(policy.maxDelayMs, base * policy.factor ** Math.max(0, step - 1));
-}
-
 /** Creates a retry loop following `policy`. */
-export function createBackoff(policy: RetryPolicy, clock: BackoffClock = {}): Backoff {
-  const random = clock.random ?? Math.random;
-  const now = clock.now ?? Date.now;
-  let attempt = 0;
+export function createBackoff(policy: RetryPolicy, { random = Math.random, now = Date.now }: BackoffClock = {}): Backoff {
   let step = 0;
   let startedAt = 0;
   return {
-    get attempt() {
-      return attempt;
-    },
+    attempt: 0,
     reset() {
-      attempt = 0;
-      step = 0;
+      this.attempt = step = 0;
     },
-    next(hint = {}) {
-      attempt += 1;
-      if (attempt === 1) startedAt = now();
-      let delay: number;
-      if (attempt === 1 && hint.afterHealthy === true) {
-        delay = Math.floor(random() * policy.firstRetryJitterMs);
-      } else {
-        step += 1;
-        delay = jitteredDelay(policy, step, random, hint.baseDelayMs);
-      }
-      if (hint.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(hint.retryAfterMs, policy.maxRetryAfterMs));
-      if (now() + delay - startedAt > policy.maxElapsedMs) return undefined;
-      return delay;
+    next({ afterHealthy, retryAfterMs = 0, baseDelayMs } = {}) {
+      if (this.attempt++ === 0) startedAt = now();
+      const delay = Math.max(
+        this.attempt === 1 && afterHealthy
+          ? Math.floor(random() * policy.firstRetryJitterMs)
+          : jitteredDelay(policy, ++step, random, baseDelayMs),
+        Math.min(retryAfterMs, policy.maxRetryAfterMs),
+      );
+      return now() + delay - startedAt > policy.maxElapsedMs ? undefined : delay;
     },
-  };
+  } as Backoff & { attempt: number };
 }
 
 /**
  * Parses `Retry-After` (delta seconds or an HTTP date) into ms from `now`; `undefined`
- * when absent or unparseable. Negative answers (dates in the past) become 0.
+ * when absent or unparseable. Dates in the past become 0.
  */
 export function parseRetryAfter(value: string | null | undefined, now: number): number | undefined {
-  if (value === null || value === undefined) return undefined;
-  const trimmed = value.trim();
-  if (/^[0-9]{1,10}$/.test(trimmed)) return Number(trimmed) * 1000;
+  const trimmed = value?.trim() ?? '';
+  if (/^\d{1,10}$/.test(trimmed)) return Number(trimmed) * 1000;
   // HTTP dates always name a weekday or month; bare numbers like `-5` are not dates.
-  if (!/[A-Za-z]/.test(trimmed)) return undefined;
-  const date = Date.parse(trimmed);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  const date = /[a-z]/i.test(trimmed) ? Date.parse(trimmed) : NaN;
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

@@ -3,42 +3,28 @@
  * that emitted: the error is reported (like an event listener's) and emission goes on.
  */
 
-/** Hooks called when the first listener arrives and the last one leaves. */
-export interface EmitterHooks {
-  onFirstSubscribe?: () => void;
-  onLastUnsubscribe?: () => void;
-}
-
 /** A set of listeners of values of type `T`. */
 export interface Emitter<T> {
   /** Adds `listener`; returns its unsubscribe (idempotent). Bound, so it can be passed around. */
   subscribe(listener: (value: T) => void): () => void;
   /** Calls every listener with `value`, isolating their errors. */
   emit(value: T): void;
-  /** Number of listeners. */
-  readonly size: number;
 }
 
 /** Reports a listener's error without throwing into the emitter. */
 export function reportListenerError(error: unknown): void {
-  const report = (globalThis as { reportError?: (error: unknown) => void }).reportError;
-  if (typeof report === 'function') report(error);
-  else console.error('lifeline: a listener threw', error);
+  (globalThis.reportError ?? console.error)(error);
 }
 
 /** Creates an {@link Emitter}. */
-export function createEmitter<T>(hooks: EmitterHooks = {}): Emitter<T> {
+export function createEmitter<T>(): Emitter<T> {
   const listeners = new Set<(value: T) => void>();
   return {
     subscribe(listener) {
       // Wrapped so one function subscribed twice is two subscriptions, each ended by its own unsubscribe.
       const entry = (value: T): void => listener(value);
       listeners.add(entry);
-      if (listeners.size === 1) hooks.onFirstSubscribe?.();
-      return () => {
-        if (!listeners.delete(entry)) return;
-        if (listeners.size === 0) hooks.onLastUnsubscribe?.();
-      };
+      return () => listeners.delete(entry);
     },
     emit(value) {
       for (const listener of listeners) {
@@ -48,9 +34,6 @@ export function createEmitter<T>(hooks: EmitterHooks = {}): Emitter<T> {
           reportListenerError(error);
         }
       }
-    },
-    get size() {
-      return listeners.size;
     },
   };
 }
@@ -67,22 +50,20 @@ export interface Batcher {
 
 /** `schedule` decides the tick (a microtask, an animation frame, …). */
 export function createBatcher(run: () => void, schedule: (callback: () => void) => void): Batcher {
-  let pending = false;
-  let generation = 0;
+  // The pending tick's token; a cancelled or finished tick no longer matches.
+  let pending: object | undefined;
   return {
     request() {
       if (pending) return;
-      pending = true;
-      const mine = generation;
+      const mine = (pending = {});
       schedule(() => {
-        if (mine !== generation) return;
-        pending = false;
+        if (mine !== pending) return;
+        pending = undefined;
         run();
       });
     },
     cancel() {
-      generation += 1;
-      pending = false;
+      pending = undefined;
     },
   };
 }

@@ -4,7 +4,7 @@
  * {@link classifyEvent} says what an incoming event is (next in line, duplicate, gap, …)
  * and {@link applyEvent} applies it only when it is next in line.
  */
-import type { ActionEvent, JsonValue, TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
+import type { TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
 import type { ActionState } from '../storage/store.js';
 
 /** Where a turn is, as far as its applied events tell. */
@@ -34,28 +34,19 @@ export interface TurnState {
   readonly partCount: number;
 }
 
-/** What an incoming event is relative to a state. */
-export type EventVerdict =
-  /** seq = lastSeq + 1: apply it. */
-  | 'next'
-  /** seq ≤ lastSeq: already applied, drop. */
-  | 'duplicate'
-  /** seq > lastSeq + 1: events are missing; fetch them before applying this one. */
-  | 'gap'
-  /** The event names another turn. */
-  | 'foreign'
-  /** The turn already ended; nothing may follow `turn.end`. */
-  | 'after-end'
-  /** Applying it would take the text over the length cap. */
-  | 'too-large';
+/**
+ * What an incoming event is relative to a state: `next` (seq = lastSeq + 1: apply it),
+ * `duplicate` (seq ≤ lastSeq: drop), `gap` (events are missing: fetch them first),
+ * `foreign` (another turn's), `after-end` (nothing may follow `turn.end`), `too-large`
+ * (the text would pass its cap).
+ */
+export type EventVerdict = 'next' | 'duplicate' | 'gap' | 'foreign' | 'after-end' | 'too-large';
 
 /** Caps applied while classifying. */
 export interface ReducerLimits {
   /** Largest text of one turn, UTF-16 code units. */
   maxTextLength: number;
 }
-
-const NO_LIMITS: ReducerLimits = { maxTextLength: Number.POSITIVE_INFINITY };
 
 /** A fresh state for `turnId` with nothing applied. */
 export function initialTurnState(turnId: string): TurnState {
@@ -74,44 +65,24 @@ export function initialTurnState(turnId: string): TurnState {
   };
 }
 
-/**
- * The next state. Every state is built by this one literal so all share one hidden
- * class: V8 keeps the per-event allocation cheap (object spread over optional keys
- * would not).
- */
-function next(state: TurnState, changes: Partial<TurnState>): TurnState {
-  return {
-    turnId: state.turnId,
-    lastSeq: changes.lastSeq ?? state.lastSeq,
-    phase: changes.phase ?? state.phase,
-    conversationId: changes.conversationId ?? state.conversationId,
-    messageId: changes.messageId ?? state.messageId,
-    createdAt: changes.createdAt ?? state.createdAt,
-    textLength: changes.textLength ?? state.textLength,
-    actions: changes.actions ?? state.actions,
-    end: changes.end ?? state.end,
-    parts: changes.parts ?? state.parts,
-    partCount: changes.partCount ?? state.partCount,
-  };
-}
-
 /** Says what `event` is relative to `state`; never throws. */
-export function classifyEvent(state: TurnState, event: TurnEvent, limits: ReducerLimits = NO_LIMITS): EventVerdict {
-  if (event.turnId !== state.turnId) return 'foreign';
-  if (event.seq <= state.lastSeq) return 'duplicate';
-  if (state.phase === 'ended') return 'after-end';
-  if (event.seq !== state.lastSeq + 1) return 'gap';
-  if (event.type === 'delta' && state.textLength + event.text.length > limits.maxTextLength) return 'too-large';
-  return 'next';
+export function classifyEvent(state: TurnState, event: TurnEvent, limits?: ReducerLimits): EventVerdict {
+  return event.turnId !== state.turnId
+    ? 'foreign'
+    : event.seq <= state.lastSeq
+      ? 'duplicate'
+      : state.phase === 'ended'
+        ? 'after-end'
+        : event.seq > state.lastSeq + 1
+          ? 'gap'
+          : event.type === 'delta' && state.textLength + event.text.length > (limits?.maxTextLength ?? Infinity)
+            ? 'too-large'
+            : 'next';
 }
 
-/**
- * Applies `event` when it is next in line; returns `state` itself (same object) for
- * anything else, so callers can compare identities.
- */
-export function applyEvent(state: TurnState, event: TurnEvent, limits: ReducerLimits = NO_LIMITS): TurnState {
-  if (classifyEvent(state, event, limits) !== 'next') return state;
-  return applyNext(state, event);
+/** Applies `event` when it is next in line; returns `state` itself (same object) for anything else. */
+export function applyEvent(state: TurnState, event: TurnEvent, limits?: ReducerLimits): TurnState {
+  return classifyEvent(state, event, limits) === 'next' ? applyNext(state, event) : state;
 }
 
 /**
@@ -119,30 +90,32 @@ export function applyEvent(state: TurnState, event: TurnEvent, limits: ReducerLi
  * classifies first to report duplicates and gaps; this spares the second check).
  */
 export function applyNext(state: TurnState, event: TurnEvent): TurnState {
-  switch (event.type) {
-    case 'turn.start':
-      return next(state, {
-        lastSeq: event.seq,
-        phase: 'streaming',
-        conversationId: event.conversationId,
-        messageId: event.messageId,
-        createdAt: event.createdAt,
-      });
-    case 'delta': {
-      if (event.text.length === 0) return next(state, { lastSeq: event.seq, phase: 'streaming' });
-      return next(state, {
-        lastSeq: event.seq,
-        phase: 'streaming',
-        parts: appendPart(state, event.text),
-        partCount: state.partCount + 1,
-        textLength: state.textLength + event.text.length,
-      });
+  // The spread keeps every state on one hidden class (all keys always present).
+  const next = { ...state, lastSeq: event.seq, phase: 'streaming' as TurnPhase };
+  if (event.type === 'turn.start') {
+    next.conversationId = event.conversationId;
+    next.messageId = event.messageId;
+    next.createdAt = event.createdAt;
+  } else if (event.type === 'delta') {
+    if (event.text) {
+      // Appends to the shared parts when this state owns their tail; copies on a fork.
+      const parts = state.parts.length === state.partCount ? (state.parts as string[]) : state.parts.slice(0, state.partCount);
+      parts.push(event.text);
+      next.parts = parts;
+      next.partCount++;
+      next.textLength += event.text.length;
     }
-    case 'action':
-      return next(state, { lastSeq: event.seq, phase: 'streaming', actions: upsertAction(state.actions, event) });
-    case 'turn.end':
-      return next(state, { lastSeq: event.seq, phase: 'ended', end: event });
+  } else if (event.type === 'action') {
+    const { turnId, type, ...fields } = event;
+    const index = state.actions.findIndex((action) => action.callId === event.callId);
+    // A later event may omit what an earlier one said (`completed` without `input`): keep it.
+    const action = { ...state.actions[index], ...fields } as ActionState;
+    next.actions = index < 0 ? [...state.actions, action] : state.actions.with(index, action);
+  } else {
+    next.phase = 'ended';
+    next.end = event;
   }
+  return next;
 }
 
 /**
@@ -151,38 +124,7 @@ export function applyNext(state: TurnState, event: TurnEvent): TurnState {
  * not next.
  */
 export function skipEvent(state: TurnState, seq: number): TurnState {
-  if (state.phase === 'ended' || seq !== state.lastSeq + 1) return state;
-  return next(state, { lastSeq: seq });
-}
-
-/** Appends to the shared parts when this state owns their tail; copies on a fork. */
-function appendPart(state: TurnState, text: string): readonly string[] {
-  const shared = state.parts as string[];
-  if (shared.length === state.partCount) {
-    shared.push(text);
-    return shared;
-  }
-  const forked = shared.slice(0, state.partCount);
-  forked.push(text);
-  return forked;
-}
-
-function upsertAction(actions: readonly ActionState[], event: ActionEvent): readonly ActionState[] {
-  const index = actions.findIndex((action) => action.callId === event.callId);
-  const previous = index === -1 ? undefined : actions[index];
-  const next: ActionState = { callId: event.callId, name: event.name, status: event.status, seq: event.seq };
-  // A later event may omit what an earlier one said (`completed` without `input`): keep it.
-  copyJson(next, 'input', event.input ?? previous?.input);
-  copyJson(next, 'output', event.output ?? previous?.output);
-  copyJson(next, 'error', event.error ?? previous?.error);
-  if (index === -1) return [...actions, next];
-  const copy = actions.slice();
-  copy[index] = next;
-  return copy;
-}
-
-function copyJson(target: ActionState, key: 'input' | 'output' | 'error', value: JsonValue | undefined): void {
-  if (value !== undefined) target[key] = value;
+  return state.phase === 'ended' || seq !== state.lastSeq + 1 ? state : { ...state, lastSeq: seq };
 }
 
 /** Joined text per shared parts array, for the newest part count read so far. */
@@ -192,20 +134,11 @@ const joined = new WeakMap<readonly string[], { count: number; text: string }>()
  * The assistant text of `state`. Joined lazily and cached per shared parts array, so
  * reading after every few events costs only the new parts.
  */
-export function turnText(state: TurnState): string {
-  const { parts, partCount } = state;
-  if (partCount === 0) return '';
-  const cached = joined.get(parts);
-  if (cached !== undefined && cached.count === partCount) return cached.text;
-  let text: string;
-  if (cached !== undefined && cached.count < partCount) {
-    text = cached.text + parts.slice(cached.count, partCount).join('');
-  } else if (cached !== undefined) {
-    // An older state read after a newer one: answer without disturbing the newest cache.
-    return parts.slice(0, partCount).join('');
-  } else {
-    text = parts.slice(0, partCount).join('');
-  }
+export function turnText({ parts, partCount }: TurnState): string {
+  const cached = joined.get(parts) ?? { count: 0, text: '' };
+  // An older state read after a newer one: answer without disturbing the newest cache.
+  if (cached.count > partCount) return parts.slice(0, partCount).join('');
+  const text = cached.text + parts.slice(cached.count, partCount).join('');
   joined.set(parts, { count: partCount, text });
   return text;
 }
@@ -227,15 +160,16 @@ export interface FoldedTurnState {
 }
 
 /** The state of an ended turn restored from its folded record (its events are gone). */
-export function foldedTurnState(turnId: string, folded: FoldedTurnState): TurnState {
-  return next(initialTurnState(turnId), {
-    lastSeq: folded.lastSeq,
+export function foldedTurnState(turnId: string, { lastSeq, text, actions, conversationId, messageId }: FoldedTurnState): TurnState {
+  return {
+    ...initialTurnState(turnId),
+    lastSeq,
     phase: 'ended',
-    conversationId: folded.conversationId,
-    messageId: folded.messageId,
-    textLength: folded.text.length,
-    actions: folded.actions,
-    parts: folded.text === '' ? [] : [folded.text],
-    partCount: folded.text === '' ? 0 : 1,
-  });
+    conversationId,
+    messageId,
+    textLength: text.length,
+    actions,
+    parts: [text],
+    partCount: 1,
+  };
 }

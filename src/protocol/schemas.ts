@@ -23,7 +23,7 @@ if (!zodConfig.memoizer) z.config({ memoizer: z.memoizer() });
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 /** Throws `invalid_argument` unless `value` is an id (`what` names it in the message). */
 export function assertId(what: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw new LifelineError('invalid_argument', `${what} must match ${ID_PATTERN.source}.`);
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw new LifelineError('invalid_argument', `${what} is invalid.`);
 }
 /** Idempotency keys: 16–128 characters of `[A-Za-z0-9_-]`. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
@@ -37,6 +37,8 @@ export const idempotencyKeySchema = z.string().check(z.regex(IDEMPOTENCY_KEY_PAT
 export const seqSchema = z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER));
 /** ISO 8601 timestamp as produced by `Date.prototype.toISOString`. */
 const timestampSchema = z.string().check(z.minLength(1), z.maxLength(64));
+const nameSchema = z.string().check(z.minLength(1), z.maxLength(128));
+const countSchema = z.number().check(z.int(), z.gte(0));
 
 /** A JSON value (used for message content objects and action input/output). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -81,8 +83,8 @@ export const deltaEventSchema = z.object({
 export const actionStatusSchema = z.enum(['started', 'completed', 'failed']);
 /** An action's own fields: events add turnId, seq and type; the client's stored action states add seq. */
 export const actionFields = {
-  callId: z.string().check(z.minLength(1), z.maxLength(128)),
-  name: z.string().check(z.minLength(1), z.maxLength(128)),
+  callId: nameSchema,
+  name: nameSchema,
   status: actionStatusSchema,
   input: z.optional(jsonValueSchema),
   output: z.optional(jsonValueSchema),
@@ -96,7 +98,7 @@ export const turnEndEventSchema = z.object({
   type: z.literal('turn.end'),
   status: turnEndStatusSchema,
   error: z.optional(jsonValueSchema),
-  textLength: z.number().check(z.int(), z.gte(0)),
+  textLength: countSchema,
   textSha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
 });
 
@@ -128,7 +130,7 @@ export const turnObjectSchema = z.object({
   conversationId: idSchema,
   messageId: idSchema,
   status: turnStatusSchema,
-  lastSeq: z.number().check(z.int(), z.gte(0)),
+  lastSeq: countSchema,
   createdAt: timestampSchema,
   updatedAt: timestampSchema,
 });

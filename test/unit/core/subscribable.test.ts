@@ -18,21 +18,20 @@ describe('emitter', () => {
     expect(report).toHaveBeenCalledTimes(2);
   });
 
-  it('counts one function subscribed twice as two subscriptions and calls first/last hooks', () => {
-    const hooks = { onFirstSubscribe: vi.fn(), onLastUnsubscribe: vi.fn() };
-    const emitter = createEmitter<string>(hooks);
+  it('counts one function subscribed twice as two subscriptions, each ended by its own unsubscribe', () => {
+    const emitter = createEmitter<string>();
     const listener = vi.fn();
     const a = emitter.subscribe(listener);
     const b = emitter.subscribe(listener);
-    expect(hooks.onFirstSubscribe).toHaveBeenCalledTimes(1);
     emitter.emit('x');
     expect(listener).toHaveBeenCalledTimes(2);
     a();
     a();
-    expect(emitter.size).toBe(1);
-    expect(hooks.onLastUnsubscribe).not.toHaveBeenCalled();
+    emitter.emit('y');
+    expect(listener).toHaveBeenCalledTimes(3);
     b();
-    expect(hooks.onLastUnsubscribe).toHaveBeenCalledTimes(1);
+    emitter.emit('z');
+    expect(listener).toHaveBeenCalledTimes(3);
   });
 });
 
