@@ -75,11 +75,9 @@ class Client implements LifelineClient {
   readonly #network: NetworkMonitor = createBrowserNetworkMonitor();
   readonly #followers = new Map<string, TurnFollower>();
   readonly #deps: FollowerDeps;
-  /** Turns restored from storage at start (their storage was already read). */
-  readonly #restored = new Set<string>();
   readonly #conversations = new Map<string, Conversation>();
-  /** Run on dispose: listeners to remove, sleeps to cancel. */
-  readonly #cleanups = new Set<() => void>();
+  /** Aborted on dispose: removes the page listeners and cancels sleeps. */
+  readonly #life = new AbortController();
   #turnList: readonly TurnSnapshot[] | undefined;
   readonly #turnListeners = createEmitter<void>();
   readonly #turnBatcher = createBatcher(() => {
@@ -88,7 +86,6 @@ class Client implements LifelineClient {
   }, notificationScheduler);
   readonly #outbox: OutboxController;
   readonly #submissions: SubmissionTracker;
-  #disposed = false;
 
   constructor(options: LifelineOptions) {
     if (typeof options?.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string.');
@@ -164,20 +161,18 @@ class Client implements LifelineClient {
     this.outbox = createOutboxView(this.#outbox, isUnaccepted);
 
     // Browser signals: online/offline for every follower; flush storage when the page goes away.
-    const scope = globalThis as Partial<typeof globalThis>;
+    const signal = this.#life.signal;
     const flush = (): void => void this.#persistence.flush();
-    const unsubscribe = this.#network.subscribe((online) => {
-      emit({ type: 'network', at: now(), online });
-      for (const follower of this.#followers.values()) follower.onNetwork(online);
-    });
+    signal.addEventListener(
+      'abort',
+      this.#network.subscribe((online) => {
+        emit({ type: 'network', at: now(), online });
+        for (const follower of this.#followers.values()) follower.onNetwork(online);
+      }),
+    );
     // Flushing on any visibility change is harmless; the one that matters is to `hidden`.
-    scope.addEventListener?.('pagehide', flush);
-    scope.document?.addEventListener('visibilitychange', flush);
-    this.#cleanups.add(() => {
-      unsubscribe();
-      scope.removeEventListener?.('pagehide', flush);
-      scope.document?.removeEventListener('visibilitychange', flush);
-    });
+    globalThis.addEventListener?.('pagehide', flush, { signal });
+    globalThis.document?.addEventListener('visibilitychange', flush, { signal });
     this.ready = this.#start();
   }
 
@@ -226,7 +221,6 @@ class Client implements LifelineClient {
     this.#assertUsable();
     for (const follower of this.#followers.values()) follower.dispose();
     this.#followers.clear();
-    this.#restored.clear();
     this.#turnBatcher.request();
     await this.#outbox.clear();
     await this.#persistence.clear();
@@ -234,11 +228,10 @@ class Client implements LifelineClient {
 
   dispose(): void {
     if (this.#disposed) return;
-    this.#disposed = true;
+    this.#life.abort();
     for (const follower of this.#followers.values()) follower.dispose();
     this.#submissions.dispose();
     this.#outbox.dispose();
-    for (const cleanup of this.#cleanups) cleanup();
     this.#turnBatcher.cancel();
     void this.#persistence.dispose();
   }
@@ -274,20 +267,14 @@ class Client implements LifelineClient {
     const loaded = await this.#persistence.loadUnfinished();
     // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
     await this.#outbox.start();
-    const conversations = new Set<string>();
-    for (const turn of loaded) {
-      const { id, conversationId } = turn.record;
-      if (this.#followers.has(id)) continue;
-      this.#createFollower(id).restore(turn);
-      this.#restored.add(id);
-      conversations.add(conversationId);
-    }
+    const restored = loaded.filter(({ record }) => !this.#followers.has(record.id));
+    for (const turn of restored) this.#createFollower(turn.record.id).restore(turn);
     void this.#persistence.sweep();
     // Stored text is visible now; the network starts after `ready`.
     queueMicrotask(() => {
       if (this.#disposed) return;
-      for (const id of this.#restored) void this.#followers.get(id)?.start();
-      for (const id of conversations) {
+      for (const { record } of restored) void this.#followers.get(record.id)?.start();
+      for (const id of new Set(restored.map(({ record }) => record.conversationId))) {
         this.recover(id).catch((error: unknown) => {
           if (!this.#disposed) this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id, error: asLifelineError(error) });
         });
@@ -298,10 +285,9 @@ class Client implements LifelineClient {
   async #boot(follower: TurnFollower): Promise<void> {
     await this.ready;
     if (this.#disposed || this.#followers.get(follower.id) !== follower) return;
-    if (!this.#restored.has(follower.id)) {
-      const stored = await this.#persistence.loadTurn(follower.id);
-      if (stored && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
-    }
+    const stored = await this.#persistence.loadTurn(follower.id);
+    // Not over what it already holds (restored at start, or events arrived meanwhile).
+    if (stored && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
     void follower.start();
   }
 
@@ -314,11 +300,8 @@ class Client implements LifelineClient {
     for (const record of this.#disposed ? [] : await this.#persistence.loadConversation(conversationId)) {
       if (this.#disposed || this.#followers.has(record.id)) continue;
       const follower = this.#createFollower(record.id);
-      if (record.text !== undefined) {
-        // Folded: the row is the whole turn, nothing more to read.
-        follower.restore({ record, events: [] });
-        this.#restored.add(record.id);
-      }
+      // Folded: the row is the whole turn, nothing more to read.
+      if (record.text !== undefined) follower.restore({ record, events: [] });
       void this.#boot(follower);
     }
   }
@@ -339,13 +322,16 @@ class Client implements LifelineClient {
   #sleep(ms: number): Promise<void> {
     this.#assertUsable();
     return new Promise((resolve, reject) => {
-      const cancel = (): void => {
+      const timer = setTimeout(resolve, ms);
+      this.#life.signal.addEventListener('abort', () => {
         clearTimeout(timer);
         reject(disposedError());
-      };
-      const timer = setTimeout(() => resolve(void this.#cleanups.delete(cancel)), ms);
-      this.#cleanups.add(cancel);
+      });
     });
+  }
+
+  get #disposed(): boolean {
+    return this.#life.signal.aborted;
   }
 
   #createFollower(turnId: string): TurnFollower {

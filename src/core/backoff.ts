@@ -9,14 +9,14 @@ import type { RetryOptions } from '../types.js';
 export type RetryPolicy = Readonly<Required<RetryOptions>>;
 
 /** Defaults documented on {@link RetryOptions}. */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   firstRetryJitterMs: 100,
   initialDelayMs: 250,
   maxDelayMs: 10_000,
   factor: 2,
   maxElapsedMs: 300_000,
   maxRetryAfterMs: 60_000,
-});
+};
 
 /** Fills defaults and rejects nonsense (negative, NaN, factor < 1) with `invalid_argument`. */
 export function resolveRetryPolicy(options: RetryOptions = {}): RetryPolicy {
@@ -27,7 +27,7 @@ export function resolveRetryPolicy(options: RetryOptions = {}): RetryPolicy {
     if (!(value >= (key === 'factor' ? 1 : 0))) throw new LifelineError('invalid_argument', `Invalid retry.${key}.`);
     policy[key] = value;
   }
-  return Object.freeze(policy) as RetryPolicy;
+  return policy as RetryPolicy;
 }
 
 /** What the caller knows about the failure it is about to retry. */

@@ -82,15 +82,12 @@ export function summarize(error: z.core.$ZodError): string {
  * A text delta of `turnId`, checked by hand with the schema's verdict (an integer seq ≥ 1,
  * a string text): text deltas are nearly every event of a turn, on the stream and in
  * storage, and zod costs far more per event. `undefined` for anything else (the caller
- * takes the schema's path). With exactly the schema's four keys the object itself is the
- * event (no copy); else a copy with just those keys, as zod strips unknown ones.
+ * takes the schema's path). A fresh object with just the schema's keys, as zod strips others.
  */
 export function plainDelta(value: unknown, turnId: string): DeltaEvent | undefined {
-  const record = value as DeltaEvent | null;
-  const seq = record?.seq;
-  if (record?.type !== 'delta' || record.turnId !== turnId || typeof record.text !== 'string' || !Number.isSafeInteger(seq) || seq! < 1) return;
-  let keys = 0;
-  // Counted without allocating a key array (parsed and cloned objects have no inherited enumerable keys).
-  for (const _ in record) keys++;
-  return keys === 4 ? record : { turnId, seq: seq!, type: 'delta', text: record.text };
+  const { type, seq, text } = (value ?? {}) as DeltaEvent;
+  if (type === 'delta' && (value as DeltaEvent).turnId === turnId && typeof text === 'string' && Number.isSafeInteger(seq) && seq > 0) {
+    return { turnId, seq, type, text };
+  }
+  return undefined;
 }

@@ -34,17 +34,16 @@ export const MAX_SUBMIT_BYTES = 64 * 1024;
 
 export const idSchema = z.string().check(z.regex(ID_PATTERN));
 export const idempotencyKeySchema = z.string().check(z.regex(IDEMPOTENCY_KEY_PATTERN));
-export const seqSchema = z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER));
+// `z.int()` accepts safe integers only.
+export const seqSchema = z.int().check(z.gte(1));
 /** ISO 8601 timestamp as produced by `Date.prototype.toISOString`. */
 const timestampSchema = z.string().check(z.minLength(1), z.maxLength(64));
 const nameSchema = z.string().check(z.minLength(1), z.maxLength(128));
-const countSchema = z.number().check(z.int(), z.gte(0));
+const countSchema = z.int().check(z.gte(0));
 
 /** A JSON value (used for message content objects and action input/output). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export const jsonValueSchema: z.ZodMiniType<JsonValue> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]),
-);
+export const jsonValueSchema: z.ZodMiniType<JsonValue> = z.json();
 
 // ---------------------------------------------------------------- section 1: submit
 

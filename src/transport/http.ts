@@ -58,19 +58,15 @@ export type JsonAnswer<T> = { ok: true; value: T } | { ok: false; failure: Failu
 /** Answer of {@link readJson} for a body past its cap. */
 const TOO_LARGE = Symbol();
 
-const isJson = (response: Response): boolean => /json/i.test(response.headers.get('content-type') ?? '');
-
 /**
- * A body's JSON value (`undefined` when it is not JSON), read up to `maxBytes`: past them
- * the stream is cancelled and the answer is {@link TOO_LARGE}, so memory stays bounded
- * whatever the server sends. Rejects when the stream breaks.
+ * A body's JSON value (`undefined` when it is not JSON, whatever its content type says),
+ * read up to `maxBytes`: past them the stream is cancelled and the answer is
+ * {@link TOO_LARGE}, so memory stays bounded whatever the server sends. Rejects when the
+ * stream breaks.
  */
 async function readJson(response: Response, maxBytes: number): Promise<unknown> {
-  if (!isJson(response) || !response.body) {
-    await response.body?.cancel().catch(() => {});
-    return;
-  }
-  const reader = response.body.getReader();
+  const reader = response.body?.getReader();
+  if (!reader) return;
   const decoder = new TextDecoder();
   let text = '';
   let size = 0;
