@@ -7,45 +7,18 @@ import { resolveRetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
-import { assertId, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
+import { assertId, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
-import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
-import { createOutbox, type OutboxController } from './outbox/outbox.js';
+import { createPersistence, type OutboxStorage } from './storage/persistence.js';
+import { createOutbox } from './outbox/outbox.js';
 import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted, type SubmissionTracker } from './outbox/views.js';
 import { headersResolver } from './transport/http.js';
-import { createBrowserNetworkMonitor, type NetworkMonitor } from './transport/network.js';
+import { createBrowserNetworkMonitor } from './transport/network.js';
 import { listTurns } from './transport/requests.js';
 import { streamLimitsFor } from './transport/sse-connection.js';
 import { TurnFollower, type FollowerDeps } from './turn-follower.js';
-import type {
-  Conversation,
-  ConversationItem,
-  ConversationSnapshot,
-  Diagnostic,
-  ExternalStore,
-  LifelineClient,
-  LifelineOptions,
-  Outbox,
-  OutboxEntry,
-  StorageStatus,
-  Subscribable,
-  Turn,
-  TurnSnapshot,
-} from './types.js';
-
-/**
- * Creates a Lifeline client. Throws `invalid_argument` for unusable options; everything
- * else that goes wrong later is a diagnostic and a visible status, never a throw.
- *
- * @example
- * const client = createLifeline({ baseUrl: '/api', headers: async () => ({ authorization: `Bearer ${await token()}` }) });
- * const turn = client.turn(turnId);
- * turn.subscribe(() => render(turn.getSnapshot().text));
- */
-export function createLifeline(options: LifelineOptions): LifelineClient {
-  return new Client(options);
-}
+import type { Conversation, ConversationItem, ConversationSnapshot, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn, TurnSnapshot } from './types.js';
 
 /** A numeric option, `fallback` when absent; `invalid_argument` unless > 0 (or 0 when `zero`). */
 function option(name: string, value: number | undefined, fallback: number, zero = false): number {
@@ -60,314 +33,191 @@ function notificationScheduler(callback: () => void): void {
   else queueMicrotask(callback);
 }
 
-const disposedError = (): CancelledError => new CancelledError('disposed', 'The client was disposed.');
-
-class Client implements LifelineClient {
-  readonly ready: Promise<void>;
-  readonly diagnostics: Subscribable<Diagnostic>;
-  readonly turns: ExternalStore<readonly TurnSnapshot[]>;
-  readonly storageStatus: ExternalStore<StorageStatus>;
-  readonly outbox: Outbox;
-
-  readonly #options: LifelineOptions;
-  readonly #diagnostics = createEmitter<Diagnostic>();
-  readonly #persistence: Persistence;
-  readonly #network: NetworkMonitor = createBrowserNetworkMonitor();
-  readonly #followers = new Map<string, TurnFollower>();
-  readonly #deps: FollowerDeps;
-  readonly #conversations = new Map<string, Conversation>();
-  /** Aborted on dispose: removes the page listeners and cancels sleeps. */
-  readonly #life = new AbortController();
-  #turnList: readonly TurnSnapshot[] | undefined;
-  readonly #turnListeners = createEmitter<void>();
-  readonly #turnBatcher = createBatcher(() => {
-    this.#turnList = undefined;
-    this.#turnListeners.emit();
-  }, notificationScheduler);
-  readonly #outbox: OutboxController;
-  readonly #submissions: SubmissionTracker;
-
-  constructor(options: LifelineOptions) {
-    if (typeof options?.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string.');
-    this.#options = options;
-    const { baseUrl, storage = 'indexeddb', namespace = 'default', limits = {}, stall = {} } = options;
-    const now = Date.now;
-    const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    const headers = headersResolver(options.headers);
-    const emit = (diagnostic: Diagnostic): void => this.#emit(diagnostic);
-    const maxEventSize = option('maxEventSize', limits.maxEventSize, DEFAULT_MAX_EVENT_SIZE);
-
-    this.#persistence = createPersistence({
-      // A refused or missing IndexedDB degrades to memory, once, visibly.
-      store: storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage,
-      memoryByChoice: storage === 'memory' || (typeof storage === 'object' && storage.kind === 'memory'),
-      flushMs: option('flushMs', options.flushMs, 16, true),
-      flushEvents: option('flushEvents', options.flushEvents, 256),
-      retentionMs: option('retentionMs', options.retentionMs, 7 * 24 * 3600_000),
-      now,
-      emit,
-    });
-    this.#deps = {
-      baseUrl,
-      fetch,
-      headers,
-      retry: resolveRetryPolicy(options.retry),
-      firstEventMs: option('firstEventMs', stall.firstEventMs, 15_000),
-      idleMs: option('idleMs', stall.idleMs, 25_000),
-      maxEventSize,
-      reducerLimits: { maxTextLength: option('maxTurnTextLength', limits.maxTurnTextLength, 16 * 1024 * 1024) },
-      streamLimits: streamLimitsFor(maxEventSize),
-      replayLimit: 1000,
-      replayMaxBytes: Math.max(8 * 1024 * 1024, 4 * maxEventSize),
-      // Consecutive failed stream attempts (no events between) before the turn is replayed.
-      replayAfterFailures: 3,
-      now,
-      random: Math.random,
-      network: this.#network,
-      emit,
-      persistence: this.#persistence,
-      schedule: notificationScheduler,
-      onChange: () => this.#turnBatcher.request(),
-    };
-
-    this.diagnostics = { subscribe: this.#diagnostics.subscribe };
-    this.storageStatus = this.#persistence.status;
-    this.turns = {
-      getSnapshot: () =>
-        (this.#turnList ??= Object.freeze(
-          [...this.#followers.values()]
-            .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
-            .map((follower) => follower.getSnapshot()),
-        )),
-      subscribe: this.#turnListeners.subscribe,
-    };
-    // Durable submissions behind conversation.send (issue 6).
-    this.#outbox = createOutbox({
-      storage: this.outboxStorage,
-      baseUrl,
-      fetch,
-      headers,
-      ...(options.retry && { retry: options.retry }),
-      ...options.outbox,
-      namespace,
-      network: this.#network,
-      // Online/offline is reported once, below.
-      emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
-      onAccepted: (entry, answer) => {
-        if (!this.#disposed) this.#submissions.accept(entry.operationId, this.followAccepted(entry, answer));
-      },
-    });
-    this.#submissions = createSubmissionTracker(this.#outbox);
-    this.outbox = createOutboxView(this.#outbox, isUnaccepted);
-
-    // Browser signals: online/offline for every follower; flush storage when the page goes away.
-    const signal = this.#life.signal;
-    const flush = (): void => void this.#persistence.flush();
-    signal.addEventListener(
-      'abort',
-      this.#network.subscribe((online) => {
-        emit({ type: 'network', at: now(), online });
-        for (const follower of this.#followers.values()) follower.onNetwork(online);
-      }),
-    );
-    // Flushing on any visibility change is harmless; the one that matters is to `hidden`.
-    globalThis.addEventListener?.('pagehide', flush, { signal });
-    globalThis.document?.addEventListener('visibilitychange', flush, { signal });
-    this.ready = this.#start();
-  }
-
-  // ------------------------------------------------------------------ public API
-
-  turn(turnId: string): Turn {
-    this.#assertUsable();
-    assertId('turnId', turnId);
-    const existing = this.#followers.get(turnId);
-    if (existing) {
-      existing.reopen();
-      return existing;
-    }
-    const follower = this.#createFollower(turnId);
-    void this.#boot(follower);
-    return follower;
-  }
-
-  conversation(conversationId: string): Conversation {
-    this.#assertUsable();
-    assertId('conversationId', conversationId);
-    let view = this.#conversations.get(conversationId);
-    if (!view) {
-      this.#conversations.set(conversationId, (view = this.#conversationView(conversationId)));
-      void this.#hydrate(conversationId);
-    }
-    return view;
-  }
-
-  async recover(conversationId: string): Promise<readonly TurnSnapshot[]> {
-    this.#assertUsable();
-    assertId('conversationId', conversationId);
-    await this.ready;
-    const deps = this.#deps;
-    const listed = await listTurns(deps, conversationId, {
-      policy: deps.retry,
-      clock: deps,
-      onRetry: (attempt, delayMs, cause) => this.#emit({ type: 'retry', at: Date.now(), scope: 'replay', id: conversationId, attempt, delayMs, cause }),
-      sleep: (ms) => this.#sleep(ms),
-    });
-    await Promise.all(listed.map((turn) => this.#adopt(turn)));
-    return listed.flatMap((turn) => this.#followers.get(turn.id)?.getSnapshot() ?? []);
-  }
-
-  async clearStorage(): Promise<void> {
-    this.#assertUsable();
-    for (const follower of this.#followers.values()) follower.dispose();
-    this.#followers.clear();
-    this.#turnBatcher.request();
-    await this.#outbox.clear();
-    await this.#persistence.clear();
-  }
-
-  dispose(): void {
-    if (this.#disposed) return;
-    this.#life.abort();
-    for (const follower of this.#followers.values()) follower.dispose();
-    this.#submissions.dispose();
-    this.#outbox.dispose();
-    this.#turnBatcher.cancel();
-    void this.#persistence.dispose();
-  }
-
-  // ------------------------------------------------------------------ outbox seams
-
+/** What `createLifeline` returns: the public client plus the seams the outbox (and its tests) use. */
+interface Client extends LifelineClient {
   /**
    * The outbox's `onAccepted`: follows the accepted turn, records which submission and
    * conversation it belongs to (written to storage at once, so a reload before its first
    * event still resumes it), and returns the turn handle for `Submission.accepted`.
    */
-  followAccepted(entry: Pick<OutboxEntry, 'operationId' | 'conversationId'> & Partial<Pick<OutboxEntry, 'content'>>, answer: SubmitAnswer): Turn {
-    // The turn's row keeps the message: the outbox deletes the entry soon after acceptance.
-    if (entry.content !== undefined) this.#persistence.setMessage(answer.turnId, { content: entry.content, operationId: entry.operationId });
-    const turn = this.turn(answer.turnId) as TurnFollower;
-    turn.setOrigin({ conversationId: entry.conversationId, messageId: answer.messageId, operationId: entry.operationId });
-    return turn;
-  }
-
+  followAccepted(entry: Pick<OutboxEntry, 'operationId' | 'conversationId'> & Partial<Pick<OutboxEntry, 'content'>>, answer: SubmitAnswer): Turn;
   /** The outbox's `storage`, routed to the current (possibly degraded) store. */
-  get outboxStorage(): OutboxStorage {
-    return this.#persistence.outbox;
-  }
+  readonly outboxStorage: OutboxStorage;
+}
 
-  // ------------------------------------------------------------------ internals
-
-  async #start(): Promise<void> {
-    await this.#persistence.open();
-    if (this.#options.persist) {
-      const persisted = await (globalThis.navigator?.storage?.persist?.() ?? Promise.reject()).catch(() => false);
-      this.#persistence.setPersisted(persisted);
+/**
+ * Creates a Lifeline client. Throws `invalid_argument` for unusable options; everything
+ * else that goes wrong later is a diagnostic and a visible status, never a throw.
+ *
+ * @example
+ * const client = createLifeline({ baseUrl: '/api', headers: async () => ({ authorization: `Bearer ${await token()}` }) });
+ * const turn = client.turn(turnId);
+ * turn.subscribe(() => render(turn.getSnapshot().text));
+ */
+export function createLifeline(options: LifelineOptions): LifelineClient {
+  if (typeof options?.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string.');
+  const { baseUrl, storage = 'indexeddb', namespace = 'default', limits = {}, stall = {} } = options;
+  const now = Date.now;
+  const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const headers = headersResolver(options.headers);
+  const maxEventSize = option('maxEventSize', limits.maxEventSize, DEFAULT_MAX_EVENT_SIZE);
+  const diagnostics = createEmitter<Diagnostic>();
+  const emit = (diagnostic: Diagnostic): void => {
+    diagnostics.emit(diagnostic);
+    try {
+      options.onDiagnostic?.(diagnostic);
+    } catch (error) {
+      reportListenerError(error);
     }
-    const loaded = await this.#persistence.loadUnfinished();
-    // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
-    await this.#outbox.start();
-    const restored = loaded.filter(({ record }) => !this.#followers.has(record.id));
-    for (const turn of restored) this.#createFollower(turn.record.id).restore(turn);
-    void this.#persistence.sweep();
-    // Stored text is visible now; the network starts after `ready`.
-    queueMicrotask(() => {
-      if (this.#disposed) return;
-      for (const { record } of restored) void this.#followers.get(record.id)?.start();
-      for (const id of new Set(restored.map(({ record }) => record.conversationId))) {
-        this.recover(id).catch((error: unknown) => {
-          if (!this.#disposed) this.#emit({ type: 'failed', at: Date.now(), scope: 'replay', id, error: asLifelineError(error) });
-        });
-      }
-    });
-  }
+  };
+  const network = createBrowserNetworkMonitor();
+  const followers = new Map<string, TurnFollower>();
+  const conversations = new Map<string, Conversation>();
+  /** Aborted on dispose: removes the page listeners and cancels sleeps. */
+  const life = new AbortController();
+  const signal = life.signal;
+  const disposedError = (): CancelledError => new CancelledError('disposed', 'The client was disposed.');
+  const assertUsable = (): void => {
+    if (signal.aborted) throw disposedError();
+  };
 
-  async #boot(follower: TurnFollower): Promise<void> {
-    await this.ready;
-    if (this.#disposed || this.#followers.get(follower.id) !== follower) return;
-    const stored = await this.#persistence.loadTurn(follower.id);
+  let turnList: readonly TurnSnapshot[] | undefined;
+  const turnListeners = createEmitter<void>();
+  const turnBatcher = createBatcher(() => {
+    turnList = undefined;
+    turnListeners.emit();
+  }, notificationScheduler);
+
+  // A refused or missing IndexedDB degrades to memory, once, visibly.
+  const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage;
+  const persistence = createPersistence({
+    store,
+    memoryByChoice: store.kind === 'memory',
+    flushMs: option('flushMs', options.flushMs, 16, true),
+    flushEvents: option('flushEvents', options.flushEvents, 256),
+    retentionMs: option('retentionMs', options.retentionMs, 7 * 24 * 3600_000),
+    now,
+    emit,
+  });
+  const deps: FollowerDeps = {
+    baseUrl,
+    fetch,
+    headers,
+    retry: resolveRetryPolicy(options.retry),
+    firstEventMs: option('firstEventMs', stall.firstEventMs, 15_000),
+    idleMs: option('idleMs', stall.idleMs, 25_000),
+    maxEventSize,
+    reducerLimits: { maxTextLength: option('maxTurnTextLength', limits.maxTurnTextLength, 16 * 1024 * 1024) },
+    streamLimits: streamLimitsFor(maxEventSize),
+    replayLimit: 1000,
+    replayMaxBytes: Math.max(8 * 1024 * 1024, 4 * maxEventSize),
+    // Consecutive failed stream attempts (no events between) before the turn is replayed.
+    replayAfterFailures: 3,
+    now,
+    random: Math.random,
+    network,
+    emit,
+    persistence,
+    schedule: notificationScheduler,
+    onChange: () => turnBatcher.request(),
+  };
+
+  // Durable submissions behind conversation.send (issue 6).
+  const outbox = createOutbox({
+    storage: persistence.outbox,
+    baseUrl,
+    fetch,
+    headers,
+    ...(options.retry && { retry: options.retry }),
+    ...options.outbox,
+    namespace,
+    network,
+    // Online/offline is reported once, below.
+    emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
+    onAccepted: (entry, answer) => {
+      if (!signal.aborted) submissions.accept(entry.operationId, client.followAccepted(entry, answer));
+    },
+  });
+  const submissions: SubmissionTracker = createSubmissionTracker(outbox);
+
+  const createFollower = (turnId: string): TurnFollower => {
+    const follower = new TurnFollower(turnId, deps);
+    followers.set(turnId, follower);
+    turnBatcher.request();
+    return follower;
+  };
+
+  /** Starts a follower once stored turns are loaded, from what storage holds of it. */
+  const boot = async (follower: TurnFollower): Promise<void> => {
+    await client.ready;
+    if (signal.aborted || followers.get(follower.id) !== follower) return;
+    const stored = await persistence.loadTurn(follower.id);
     // Not over what it already holds (restored at start, or events arrived meanwhile).
     if (stored && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
     void follower.start();
-  }
+  };
+
+  /** One listed turn: adopt it when not held, revive it when it failed, else replay alongside. */
+  const adopt = async (turn: TurnObject): Promise<void> => {
+    const held = followers.get(turn.id);
+    if (held?.done) return held.revive();
+    if (held) return held.replayAlongside();
+    const follower = createFollower(turn.id);
+    follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
+    const stored = await persistence.loadTurn(turn.id);
+    if (stored) follower.restore(stored);
+    await follower.start(true);
+  };
 
   /**
    * Shows a conversation's stored turns without the network: ended turns are not restored
    * at start, yet the conversation lists them (and their messages) after a reload.
    */
-  async #hydrate(conversationId: string): Promise<void> {
-    await this.ready;
-    for (const record of this.#disposed ? [] : await this.#persistence.loadConversation(conversationId)) {
-      if (this.#disposed || this.#followers.has(record.id)) continue;
-      const follower = this.#createFollower(record.id);
+  const hydrate = async (conversationId: string): Promise<void> => {
+    await client.ready;
+    for (const record of signal.aborted ? [] : await persistence.loadConversation(conversationId)) {
+      if (signal.aborted || followers.has(record.id)) continue;
+      const follower = createFollower(record.id);
       // Folded: the row is the whole turn, nothing more to read.
       if (record.text !== undefined) follower.restore({ record, events: [] });
-      void this.#boot(follower);
+      void boot(follower);
     }
-  }
+  };
 
-  /** One listed turn: adopt it when not held, revive it when it failed, else replay alongside. */
-  async #adopt(turn: TurnObject): Promise<void> {
-    const held = this.#followers.get(turn.id);
-    if (held?.done) return held.revive();
-    if (held) return held.replayAlongside();
-    const follower = this.#createFollower(turn.id);
-    follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
-    const stored = await this.#persistence.loadTurn(turn.id);
-    if (stored) follower.restore(stored);
-    await follower.start(true);
-  }
-
-  /** Waits `ms` between retries; rejects `disposed` as soon as the client is. */
-  #sleep(ms: number): Promise<void> {
-    this.#assertUsable();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, ms);
-      this.#life.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        reject(disposedError());
-      });
+  const start = async (): Promise<void> => {
+    await persistence.open();
+    if (options.persist) persistence.setPersisted(await (globalThis.navigator?.storage?.persist?.() ?? Promise.reject()).catch(() => false));
+    const loaded = await persistence.loadUnfinished();
+    // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
+    await outbox.start();
+    const restored = loaded.filter(({ record }) => !followers.has(record.id));
+    for (const turn of restored) createFollower(turn.record.id).restore(turn);
+    void persistence.sweep();
+    // Stored text is visible now; the network starts after `ready`.
+    queueMicrotask(() => {
+      if (signal.aborted) return;
+      for (const { record } of restored) void followers.get(record.id)?.start();
+      for (const id of new Set(restored.map(({ record }) => record.conversationId))) {
+        client.recover(id).catch((error: unknown) => {
+          if (!signal.aborted) emit({ type: 'failed', at: now(), scope: 'replay', id, error: asLifelineError(error) });
+        });
+      }
     });
-  }
-
-  get #disposed(): boolean {
-    return this.#life.signal.aborted;
-  }
-
-  #createFollower(turnId: string): TurnFollower {
-    const follower = new TurnFollower(turnId, this.#deps);
-    this.#followers.set(turnId, follower);
-    this.#turnBatcher.request();
-    return follower;
-  }
-
-  #emit(diagnostic: Diagnostic): void {
-    this.#diagnostics.emit(diagnostic);
-    try {
-      this.#options.onDiagnostic?.(diagnostic);
-    } catch (error) {
-      reportListenerError(error);
-    }
-  }
-
-  #assertUsable(): void {
-    if (this.#disposed) throw disposedError();
-  }
+  };
 
   /** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
-  #conversationView(id: string): Conversation {
-    const persistence = this.#persistence;
+  const conversationView = (id: string): Conversation => {
     // This conversation's entries, accepted ones included (they link a message to its turn).
-    const entries = filteredStore(this.#outbox.entries, (entry) => entry.conversationId === id);
-    const send = (content: OutboxEntry['content']) => {
-      this.#assertUsable();
-      return this.#submissions.track(this.#outbox.enqueue(id, content).operationId);
+    const entries = filteredStore(outbox.entries, (entry) => entry.conversationId === id);
+    const send = (content: MessageContent) => {
+      assertUsable();
+      return submissions.track(outbox.enqueue(id, content).operationId);
     };
     let snapshot: ConversationSnapshot = Object.freeze({ id, items: Object.freeze([]) });
     let sources: unknown[] = [];
     return {
       id,
-      outbox: createOutboxView(this.#outbox, (entry) => entry.conversationId === id && isUnaccepted(entry)),
+      outbox: createOutboxView(outbox, (entry) => entry.conversationId === id && isUnaccepted(entry)),
       send,
       resend(turnId) {
         // The message is stored with its turn's row: the outbox forgets accepted entries.
@@ -375,8 +225,8 @@ class Client implements LifelineClient {
         if (!message) throw new LifelineError('invalid_argument', 'No stored message started this turn.');
         return send(message.content);
       },
-      getSnapshot: () => {
-        const turns = this.turns.getSnapshot();
+      getSnapshot() {
+        const turns = client.turns.getSnapshot();
         const pending = entries.getSnapshot();
         if (sources[0] === turns && sources[1] === pending) return snapshot;
         sources = [turns, pending];
@@ -404,10 +254,112 @@ class Client implements LifelineClient {
         }
         return snapshot;
       },
-      subscribe: (listener) => {
-        const unsubscribe = [this.#turnListeners.subscribe(listener), entries.subscribe(listener)];
-        return () => unsubscribe.forEach((stop) => stop());
+      subscribe(listener) {
+        const stops = [turnListeners.subscribe(listener), entries.subscribe(listener)];
+        return () => stops.forEach((stop) => stop());
       },
     };
-  }
+  };
+
+  const client: Client = {
+    diagnostics: { subscribe: diagnostics.subscribe },
+    storageStatus: persistence.status,
+    turns: {
+      getSnapshot: () =>
+        (turnList ??= Object.freeze(
+          [...followers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((follower) => follower.getSnapshot()),
+        )),
+      subscribe: turnListeners.subscribe,
+    },
+    outbox: createOutboxView(outbox, isUnaccepted),
+    // Runs until its first await only: `client` exists before anything reads it.
+    ready: start(),
+
+    turn(turnId) {
+      assertUsable();
+      assertId('turnId', turnId);
+      let follower = followers.get(turnId);
+      if (follower) follower.reopen();
+      else void boot((follower = createFollower(turnId)));
+      return follower;
+    },
+
+    conversation(conversationId) {
+      assertUsable();
+      assertId('conversationId', conversationId);
+      let view = conversations.get(conversationId);
+      if (!view) {
+        conversations.set(conversationId, (view = conversationView(conversationId)));
+        void hydrate(conversationId);
+      }
+      return view;
+    },
+
+    async recover(conversationId) {
+      assertUsable();
+      assertId('conversationId', conversationId);
+      await client.ready;
+      const listed = await listTurns(deps, conversationId, {
+        policy: deps.retry,
+        clock: deps,
+        onRetry: (attempt, delayMs, cause) => emit({ type: 'retry', at: now(), scope: 'replay', id: conversationId, attempt, delayMs, cause }),
+        // Rejects `disposed` as soon as the client is.
+        sleep: (ms) => {
+          assertUsable();
+          return new Promise((resolve, reject) => {
+            const timer = setTimeout(resolve, ms);
+            signal.addEventListener('abort', () => {
+              clearTimeout(timer);
+              reject(disposedError());
+            });
+          });
+        },
+      });
+      await Promise.all(listed.map(adopt));
+      return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
+    },
+
+    async clearStorage() {
+      assertUsable();
+      for (const follower of followers.values()) follower.dispose();
+      followers.clear();
+      turnBatcher.request();
+      await outbox.clear();
+      await persistence.clear();
+    },
+
+    dispose() {
+      if (signal.aborted) return;
+      life.abort();
+      for (const follower of followers.values()) follower.dispose();
+      submissions.dispose();
+      outbox.dispose();
+      turnBatcher.cancel();
+      void persistence.dispose();
+    },
+
+    followAccepted(entry, answer) {
+      // The turn's row keeps the message: the outbox deletes the entry soon after acceptance.
+      if (entry.content !== undefined) persistence.setMessage(answer.turnId, { content: entry.content, operationId: entry.operationId });
+      const turn = client.turn(answer.turnId) as TurnFollower;
+      turn.setOrigin({ conversationId: entry.conversationId, messageId: answer.messageId, operationId: entry.operationId });
+      return turn;
+    },
+
+    outboxStorage: persistence.outbox,
+  };
+
+  // Browser signals: online/offline for every follower; flush storage when the page goes away.
+  const flush = (): void => void persistence.flush();
+  signal.addEventListener(
+    'abort',
+    network.subscribe((online) => {
+      emit({ type: 'network', at: now(), online });
+      for (const follower of followers.values()) follower.onNetwork(online);
+    }),
+  );
+  // Flushing on any visibility change is harmless; the one that matters is to `hidden`.
+  globalThis.addEventListener?.('pagehide', flush, { signal });
+  globalThis.document?.addEventListener('visibilitychange', flush, { signal });
+  return client;
 }
