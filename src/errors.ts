@@ -93,10 +93,13 @@ export class LifelineError extends Error {
   }
 }
 
+/** A subclass of {@link LifelineError} for one kind. */
+type KindClass<K extends LifelineErrorKind> = new (code?: LifelineErrorCode, message?: string, options?: LifelineErrorOptions) => LifelineError & { readonly kind: K };
+
 /** The subclass of one kind: only its `kind` and `name` differ from the base. */
-function kindClass<K extends LifelineErrorKind>(kind: K, name: string) {
+function kindClass<K extends LifelineErrorKind>(kind: K, name: string): KindClass<K> {
   return class extends LifelineError {
-    override readonly kind: K = kind;
+    override readonly kind = kind;
     override name = name;
   };
 }
