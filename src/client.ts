@@ -20,13 +20,6 @@ import { streamLimitsFor } from './transport/sse-connection.js';
 import { TurnFollower, type FollowerDeps } from './turn-follower.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn, TurnSnapshot } from './types.js';
 
-/** A numeric option, `fallback` when absent; `invalid_argument` unless > 0 (or 0 when `zero`). */
-function option(name: string, value: number | undefined, fallback: number, zero = false): number {
-  value ??= fallback;
-  if (!(value > 0 || (zero && value === 0))) throw new LifelineError('invalid_argument', `Invalid ${name}.`);
-  return value;
-}
-
 /** Notifies at most once per animation frame while the page is visible, else once per microtask. */
 function notificationScheduler(callback: () => void): void {
   if (globalThis.document?.visibilityState === 'visible' && 'requestAnimationFrame' in globalThis) requestAnimationFrame(callback);
@@ -57,10 +50,16 @@ interface Client extends LifelineClient {
 export function createLifeline(options: LifelineOptions): LifelineClient {
   if (typeof options?.baseUrl !== 'string') throw new LifelineError('invalid_argument', 'baseUrl must be a string.');
   const { baseUrl, storage = 'indexeddb', namespace = 'default', limits = {}, stall = {} } = options;
+  // Every numeric option of these three levels (retry has its own rules): > 0, or 0 for flushMs.
+  for (const level of [options, stall, limits]) {
+    for (const [key, value] of Object.entries(level)) {
+      if (typeof value === 'number' && !(value > 0 || (key === 'flushMs' && value === 0))) throw new LifelineError('invalid_argument', `Invalid ${key}.`);
+    }
+  }
+  const maxEventSize = limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE;
   const now = Date.now;
   const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const headers = headersResolver(options.headers);
-  const maxEventSize = option('maxEventSize', limits.maxEventSize, DEFAULT_MAX_EVENT_SIZE);
   const diagnostics = createEmitter<Diagnostic>();
   const emit = (diagnostic: Diagnostic): void => {
     diagnostics.emit(diagnostic);
@@ -93,9 +92,9 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const persistence = createPersistence({
     store,
     memoryByChoice: store.kind === 'memory',
-    flushMs: option('flushMs', options.flushMs, 16, true),
-    flushEvents: option('flushEvents', options.flushEvents, 256),
-    retentionMs: option('retentionMs', options.retentionMs, 7 * 24 * 3600_000),
+    flushMs: options.flushMs ?? 16,
+    flushEvents: options.flushEvents ?? 256,
+    retentionMs: options.retentionMs ?? 7 * 24 * 3600_000,
     now,
     emit,
   });
@@ -104,10 +103,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     fetch,
     headers,
     retry: resolveRetryPolicy(options.retry),
-    firstEventMs: option('firstEventMs', stall.firstEventMs, 15_000),
-    idleMs: option('idleMs', stall.idleMs, 25_000),
+    firstEventMs: stall.firstEventMs ?? 15_000,
+    idleMs: stall.idleMs ?? 25_000,
     maxEventSize,
-    reducerLimits: { maxTextLength: option('maxTurnTextLength', limits.maxTurnTextLength, 16 * 1024 * 1024) },
+    reducerLimits: { maxTextLength: limits.maxTurnTextLength ?? 16 * 1024 * 1024 },
     streamLimits: streamLimitsFor(maxEventSize),
     replayLimit: 1000,
     replayMaxBytes: Math.max(8 * 1024 * 1024, 4 * maxEventSize),
@@ -186,7 +185,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
 
   const start = async (): Promise<void> => {
     await persistence.open();
-    if (options.persist) persistence.setPersisted(await (globalThis.navigator?.storage?.persist?.() ?? Promise.reject()).catch(() => false));
+    // No Storage API, or a refusal, answers false.
+    if (options.persist) persistence.setPersisted(await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false));
     const loaded = await persistence.loadUnfinished();
     // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
     await outbox.start();
@@ -307,11 +307,12 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
         sleep: (ms) => {
           assertUsable();
           return new Promise((resolve, reject) => {
-            const timer = setTimeout(resolve, ms);
-            signal.addEventListener('abort', () => {
+            const stop = (): void => {
               clearTimeout(timer);
               reject(disposedError());
-            });
+            };
+            const timer = setTimeout(() => resolve(signal.removeEventListener('abort', stop)), ms);
+            signal.addEventListener('abort', stop);
           });
         },
       });

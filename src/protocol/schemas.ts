@@ -53,10 +53,12 @@ export const submitBodySchema = z.object({
 export type SubmitBody = z.infer<typeof submitBodySchema>;
 export type MessageContent = SubmitBody['content'];
 
+/** What ties a turn to its message and conversation. */
+const origin = { messageId: idSchema, conversationId: idSchema };
+
 export const submitAnswerSchema = z.object({
   turnId: idSchema,
-  messageId: idSchema,
-  conversationId: idSchema,
+  ...origin,
   status: z.literal('pending'),
 });
 export type SubmitAnswer = z.infer<typeof submitAnswerSchema>;
@@ -68,8 +70,7 @@ const eventBase = { turnId: idSchema, seq: seqSchema } as const;
 export const turnStartEventSchema = z.object({
   ...eventBase,
   type: z.literal('turn.start'),
-  messageId: idSchema,
-  conversationId: idSchema,
+  ...origin,
   createdAt: timestampSchema,
 });
 
@@ -126,8 +127,7 @@ export type ServerTurnStatus = z.infer<typeof turnStatusSchema>;
 
 export const turnObjectSchema = z.object({
   id: idSchema,
-  conversationId: idSchema,
-  messageId: idSchema,
+  ...origin,
   status: turnStatusSchema,
   lastSeq: countSchema,
   createdAt: timestampSchema,
