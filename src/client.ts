@@ -150,9 +150,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const boot = async (follower: TurnFollower): Promise<void> => {
     await client.ready;
     if (signal.aborted || followers.get(follower.id) !== follower) return;
-    const stored = await persistence.loadTurn(follower.id);
-    // Not over what it already holds (restored at start, or events arrived meanwhile).
-    if (stored && follower.lastSeq === 0 && !follower.done) follower.restore(stored);
+    // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
+    const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
+    const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
+    if (stored && empty()) follower.restore(stored);
     void follower.start();
   };
 

@@ -90,32 +90,29 @@ export function applyEvent(state: TurnState, event: TurnEvent, limits?: ReducerL
  * classifies first to report duplicates and gaps; this spares the second check).
  */
 export function applyNext(state: TurnState, event: TurnEvent): TurnState {
-  // The spread keeps every state on one hidden class (all keys always present).
-  const next = { ...state, lastSeq: event.seq, phase: 'streaming' as TurnPhase };
-  if (event.type === 'turn.start') {
-    next.conversationId = event.conversationId;
-    next.messageId = event.messageId;
-    next.createdAt = event.createdAt;
-  } else if (event.type === 'delta') {
+  let { conversationId, messageId, createdAt, textLength, actions, end, parts, partCount } = state;
+  let phase: TurnPhase = 'streaming';
+  if (event.type === 'turn.start') ({ conversationId, messageId, createdAt } = event);
+  else if (event.type === 'delta') {
     if (event.text) {
       // Appends to the shared parts when this state owns their tail; copies on a fork.
-      const parts = state.parts.length === state.partCount ? (state.parts as string[]) : state.parts.slice(0, state.partCount);
-      parts.push(event.text);
-      next.parts = parts;
-      next.partCount++;
-      next.textLength += event.text.length;
+      if (parts.length !== partCount) parts = parts.slice(0, partCount);
+      (parts as string[]).push(event.text);
+      partCount++;
+      textLength += event.text.length;
     }
   } else if (event.type === 'action') {
     const { turnId, type, ...fields } = event;
-    const index = state.actions.findIndex((action) => action.callId === event.callId);
+    const index = actions.findIndex((action) => action.callId === event.callId);
     // A later event may omit what an earlier one said (`completed` without `input`): keep it.
-    const action = { ...state.actions[index], ...fields } as ActionState;
-    next.actions = index < 0 ? [...state.actions, action] : state.actions.with(index, action);
+    const action = { ...actions[index], ...fields } as ActionState;
+    actions = index < 0 ? [...actions, action] : actions.with(index, action);
   } else {
-    next.phase = 'ended';
-    next.end = event;
+    phase = 'ended';
+    end = event;
   }
-  return next;
+  // One literal for every state: all share one hidden class, which keeps the per-event cost low.
+  return { turnId: state.turnId, lastSeq: event.seq, phase, conversationId, messageId, createdAt, textLength, actions, end, parts, partCount };
 }
 
 /**
