@@ -67,17 +67,12 @@ export function initialTurnState(turnId: string): TurnState {
 
 /** Says what `event` is relative to `state`; never throws. */
 export function classifyEvent(state: TurnState, event: TurnEvent, limits?: ReducerLimits): EventVerdict {
-  return event.turnId !== state.turnId
-    ? 'foreign'
-    : event.seq <= state.lastSeq
-      ? 'duplicate'
-      : state.phase === 'ended'
-        ? 'after-end'
-        : event.seq > state.lastSeq + 1
-          ? 'gap'
-          : event.type === 'delta' && state.textLength + event.text.length > (limits?.maxTextLength ?? Infinity)
-            ? 'too-large'
-            : 'next';
+  if (event.turnId !== state.turnId) return 'foreign';
+  if (event.seq <= state.lastSeq) return 'duplicate';
+  if (state.phase === 'ended') return 'after-end';
+  if (event.seq > state.lastSeq + 1) return 'gap';
+  if (event.type === 'delta' && state.textLength + event.text.length > (limits?.maxTextLength ?? Infinity)) return 'too-large';
+  return 'next';
 }
 
 /** Applies `event` when it is next in line; returns `state` itself (same object) for anything else. */

@@ -63,11 +63,13 @@ export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZ
   if (data.length > maxEventSize) {
     return { kind: 'error', error: new ProtocolError('event_too_large', 'Event data is too large.', { details: { size: data.length, limit: maxEventSize } }) };
   }
+  let value: unknown;
   try {
-    return decodeEventValue(JSON.parse(data));
+    value = JSON.parse(data);
   } catch {
     return invalid('Event data is not valid JSON.');
   }
+  return decodeEventValue(value);
 }
 
 /** The first three issues of a zod error, one line (messages and diagnostics stay small). */

@@ -59,12 +59,13 @@ export type JsonAnswer<T> = { ok: true; value: T } | { ok: false; failure: Failu
 const TOO_LARGE = Symbol();
 
 /**
- * A body's JSON value (`undefined` when it is not JSON, whatever its content type says),
- * read up to `maxBytes`: past them the stream is cancelled and the answer is
- * {@link TOO_LARGE}, so memory stays bounded whatever the server sends. Rejects when the
- * stream breaks.
+ * A body's JSON value (`undefined` when it is not JSON), read up to `maxBytes`: past them
+ * the stream is cancelled and the answer is {@link TOO_LARGE}, so memory stays bounded
+ * whatever the server sends. Rejects when the stream breaks.
  */
 async function readJson(response: Response, maxBytes: number): Promise<unknown> {
+  // Not even read unless it says JSON: another body (an HTML error page, a stream) could be endless.
+  if (!/json/i.test(response.headers.get('content-type') ?? '')) return void (await response.body?.cancel().catch(() => {}));
   const reader = response.body?.getReader();
   if (!reader) return;
   const decoder = new TextDecoder();
