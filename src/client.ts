@@ -18,7 +18,6 @@ import { headersResolver } from './transport/http.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from './transport/network.js';
 import { listTurns } from './transport/requests.js';
 import { streamLimitsFor } from './transport/sse-connection.js';
-import { createTabShare } from './transport/tab-share.js';
 import { TurnFollower, type FollowerDeps } from './turn-follower.js';
 import type {
   Conversation,
@@ -145,9 +144,6 @@ class Client implements LifelineClient {
       for (const view of this.#conversations.values()) view.invalidate();
     }, notificationScheduler);
 
-    // One stream per turn across this namespace's tabs, where the browser can elect one.
-    const share = createTabShare(options.namespace ?? 'default', (error) => this.#emit({ type: 'protocol-error', at: Date.now(), error }));
-    if (share !== undefined) this.#cleanups.push(() => share.close());
     this.#followerDeps = {
       baseUrl: options.baseUrl,
       fetch: fetchImpl,
@@ -168,7 +164,6 @@ class Client implements LifelineClient {
       persistence: this.#persistence,
       schedule: notificationScheduler,
       onChange: () => this.#turnBatcher.request(),
-      ...(share === undefined ? {} : { share }),
     };
 
     this.diagnostics = { subscribe: (listener) => this.#diagnostics.subscribe(listener) };

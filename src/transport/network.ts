@@ -10,28 +10,19 @@ export interface NetworkMonitor {
   subscribe(listener: (online: boolean) => void): () => void;
 }
 
-interface EventScope {
-  addEventListener?: (type: string, listener: () => void) => void;
-  removeEventListener?: (type: string, listener: () => void) => void;
-  navigator?: { onLine?: boolean };
-}
-
 /** Reads `navigator.onLine` and the global `online`/`offline` events, looked up on use (SSR-safe). */
 export function createBrowserNetworkMonitor(): NetworkMonitor {
-  const scope = globalThis as EventScope;
+  const scope = globalThis as Partial<Pick<Window, 'addEventListener' | 'removeEventListener'>> & { navigator?: { onLine?: boolean } };
   return {
     online: () => scope.navigator?.onLine !== false,
     subscribe(listener) {
-      const add = scope.addEventListener;
-      const remove = scope.removeEventListener;
-      if (typeof add !== 'function' || typeof remove !== 'function') return () => {};
       const on = (): void => listener(true);
       const off = (): void => listener(false);
-      add.call(scope, 'online', on);
-      add.call(scope, 'offline', off);
+      scope.addEventListener?.('online', on);
+      scope.addEventListener?.('offline', off);
       return () => {
-        remove.call(scope, 'online', on);
-        remove.call(scope, 'offline', off);
+        scope.removeEventListener?.('online', on);
+        scope.removeEventListener?.('offline', off);
       };
     },
   };
