@@ -4,10 +4,9 @@
  * reads. One instance per turn id per client.
  *
  * Every event, whatever brought it (stream, replay, a replay racing the stream, storage),
- * goes through {@link TurnFollower.#take} and the pure reducer, so each seq is applied
- * exactly once and in order.
+ * goes through `#take` and the pure reducer, so each seq is applied exactly once, in order.
  */
-import { fetchEventSource, type EventSourceMessage } from '@microsoft/fetch-event-source';
+import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { createBackoff, type Backoff, type RetryHint, type RetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, type Batcher } from './core/subscribable.js';
 import {
@@ -21,7 +20,7 @@ import {
   type ReducerLimits,
   type TurnState,
 } from './core/turn-reducer.js';
-import { asLifelineError, CancelledError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
+import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
 import { decodeEvent, decodeEventValue, type DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
 import { cancelAnswerSchema, replayAnswerSchema, type TurnEvent } from './protocol/schemas.js';
@@ -30,7 +29,7 @@ import type { LoadedTurn, TurnStatus } from './storage/store.js';
 import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
 import { limitBody, type StreamLimits } from './transport/sse-connection.js';
-import type { ConnectionInfo, ConnectionState, Diagnostic, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
+import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
 
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
@@ -48,7 +47,7 @@ export interface FollowerDeps {
   replayLimit: number;
   /** Largest replay answer read at once, bytes (past it the page is asked again, halved). */
   replayMaxBytes: number;
-  /** Consecutive failed stream attempts after which the turn is replayed. */
+  /** Failed stream attempts in a row after which the turn is replayed. */
   replayAfterFailures: number;
   now: () => number;
   random: () => number;
@@ -68,13 +67,11 @@ export interface TurnOrigin {
   operationId?: string | undefined;
 }
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** The fields of a turn's diagnostic of type `T` besides `type`, `at` and `turnId`. */
+type Fields<T extends DiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, 'type' | 'at' | 'turnId'>;
 
-/** One `for await` over a turn's events. */
-interface EventQueue {
-  push(event: TurnEvent): void;
-  end(): void;
-}
+/** Feeds one `for await` over a turn's events; called without an event when it ends. */
+type EventQueue = (event?: TurnEvent) => void;
 
 /** Thrown out of fetch-event-source's callbacks to end an attempt without its own retry. */
 const STOP = 0;
@@ -93,6 +90,8 @@ export class TurnFollower implements Turn {
   #resolve!: (snapshot: TurnSnapshot) => void;
 
   readonly #deps: FollowerDeps;
+  /** `/turns/{id}`: ids match the protocol's id pattern, so they need no escaping. */
+  readonly #path: string;
   #state: TurnState;
   #status: TurnStatus = 'pending';
   #error: LifelineError | undefined;
@@ -111,7 +110,6 @@ export class TurnFollower implements Turn {
   #wanted = true;
   /** Between start and close. */
   #following = false;
-  #disposed = false;
   /** Ended (and verified) or failed: nothing changes any more. */
   #done = false;
   /** Failed for a reason that may pass (auth, network): `revive` may follow it again. */
@@ -120,7 +118,7 @@ export class TurnFollower implements Turn {
   #rebuilt = false;
   /** The main loop replays (stall, gap, 204, repeated failures or closes, rebuild, adoption) instead of streaming. */
   #replay = false;
-  /** Events the replay under way (main or alongside) applied. */
+  /** Events the replay under way (the main loop's or alongside) applied. */
   #replayed = 0;
   /** The main loop's request in flight. */
   #abort: AbortController | undefined;
@@ -132,7 +130,7 @@ export class TurnFollower implements Turn {
 
   /** One backoff for stream and replay retries, reset by every applied event (progress). */
   readonly #backoff: Backoff;
-  /** The server's `retry:` (clamped by the backoff). */
+  /** The server's `retry:` (the backoff clamps it). */
   readonly #hint: RetryHint = {};
   /** Stream attempts in a row that applied nothing. */
   #misses = 0;
@@ -143,14 +141,14 @@ export class TurnFollower implements Turn {
   #applied = 0;
 
   #watchdog: ReturnType<typeof setTimeout> | undefined;
-  /** When the current request last heard anything (events or heartbeats). */
+  /** When the request in flight last heard anything (an event or a heartbeat). */
   #heard = 0;
   #heardAny = false;
-  #timedOut = false;
 
   constructor(id: string, deps: FollowerDeps) {
     this.id = id;
     this.#deps = deps;
+    this.#path = '/turns/' + id;
     this.#state = initialTurnState(id);
     this.#createdAt = deps.now();
     this.#backoff = createBackoff(deps.retry, deps);
@@ -187,50 +185,29 @@ export class TurnFollower implements Turn {
   readonly subscribe = (listener: () => void): (() => void) => this.#listeners.subscribe(listener);
 
   /** Events applied from now on, each seq once (even through a rebuild), until the turn ends or is closed. */
-  [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
-    const items: TurnEvent[] = [];
-    let lastSeq = 0;
-    let ended = this.#done || !this.#wanted;
-    let wake = (): void => {};
-    const queue: EventQueue = {
-      push(event) {
-        if (event.seq <= lastSeq) return;
+  async *[Symbol.asyncIterator](): AsyncGenerator<TurnEvent, void> {
+    const items: (TurnEvent | undefined)[] = [];
+    let wake: (value?: unknown) => void = () => {};
+    const queue: EventQueue = (event) => wake(items.push(event));
+    if (this.#done || !this.#wanted) return;
+    this.#queues.add(queue);
+    try {
+      for (let lastSeq = 0; ; ) {
+        if (!items.length) await new Promise((resolve) => (wake = resolve));
+        const event = items.shift();
+        if (!event) return;
+        if (event.seq <= lastSeq) continue;
         lastSeq = event.seq;
-        items.push(event);
-        wake();
-      },
-      end() {
-        ended = true;
-        wake();
-      },
-    };
-    if (!ended) this.#queues.add(queue);
-    return {
-      next: async () => {
-        while (!items.length && !ended) await new Promise<void>((resolve) => (wake = resolve));
-        const value = items.shift();
-        return value ? { done: false, value } : { done: true, value: undefined };
-      },
-      return: async () => {
-        ended = true;
-        items.length = 0;
-        this.#queues.delete(queue);
-        return { done: true, value: undefined };
-      },
-    };
+        yield event;
+      }
+    } finally {
+      this.#queues.delete(queue);
+    }
   }
 
   /** Asks the server to cancel the turn; the end arrives as `turn.end` status `cancelled`. */
   async cancel(): Promise<void> {
-    if (this.#disposed) throw new CancelledError('disposed', 'The client was disposed.');
-    const answer = await requestJson(
-      { ...this.#deps, headers: await this.#deps.headers() },
-      'POST',
-      `/turns/${encodeURIComponent(this.id)}/cancel`,
-      cancelAnswerSchema,
-      65_536,
-      'cancel',
-    );
+    const answer = await requestJson({ ...this.#deps, headers: await this.#deps.headers() }, 'POST', this.#path + '/cancel', cancelAnswerSchema, 65_536, 'cancel');
     if (!answer.ok) throw answer.failure.error;
   }
 
@@ -280,8 +257,7 @@ export class TurnFollower implements Turn {
       // A folded turn: ended, its events are gone.
       this.#state = foldedTurnState(this.id, { ...record, text: record.text, actions: record.actions ?? [] });
       this.#error = record.error && errorFromJson(record.error);
-      this.#end(record.status);
-      return;
+      return this.#end(record.status);
     }
     for (const event of events) this.#state = applyEvent(this.#state, event, this.#deps.reducerLimits);
     this.#status = this.#live();
@@ -296,7 +272,7 @@ export class TurnFollower implements Turn {
    * is over (or the turn settled), else at once.
    */
   start(replayFirst = false): Promise<void> {
-    if (this.#disposed || !this.#wanted) return RESOLVED;
+    if (!this.#wanted) return RESOLVED;
     this.#following = true;
     if (this.#done) return RESOLVED;
     const over = replayFirst ? this.#replayOver() : RESOLVED;
@@ -312,11 +288,10 @@ export class TurnFollower implements Turn {
 
   /** A turn that failed for a reason that may pass (auth, network) is followed again, through replay. */
   revive(): Promise<void> {
-    if (!this.#revivable || this.#disposed) return RESOLVED;
+    if (!this.#revivable) return RESOLVED;
     this.#done = this.#revivable = this.#authRetried = false;
     this.#error = undefined;
     this.#status = this.#live();
-    this.#changed();
     return this.start(true);
   }
 
@@ -342,10 +317,9 @@ export class TurnFollower implements Turn {
     if (online) this.#wake?.();
   }
 
-  /** Ends every connection and timer for good. */
+  /** Ends every connection and timer for good (the client refuses any later use). */
   dispose(): void {
     this.close();
-    this.#disposed = true;
     this.#batcher.cancel();
   }
 
@@ -379,18 +353,18 @@ export class TurnFollower implements Turn {
     const controller = (this.#abort = new AbortController());
     const { signal } = controller;
     this.#applied = 0;
-    const headers: Record<string, string> = {};
-    // Header names compare case-insensitively: the app's accept and last-event-id give way to ours.
-    for (const [name, value] of Object.entries(await deps.headers())) if (!/^(accept|last-event-id)$/i.test(name)) headers[name] = value;
-    if (signal.aborted || this.#state.phase === 'ended') return;
-    headers['accept'] = 'text/event-stream';
+    // Headers compare case-insensitively: the app's own accept and last-event-id give way to ours.
+    const headers = new Headers(await deps.headers());
+    if (signal.aborted) return;
+    headers.set('accept', 'text/event-stream');
     // Our own cursor: the last seq applied here, never an `id:` the wire sent.
     const lastEventId = this.#state.lastSeq;
-    if (lastEventId) headers['last-event-id'] = String(lastEventId);
-    const url = endpoint(deps.baseUrl, `/turns/${encodeURIComponent(this.id)}/events`);
+    if (lastEventId) headers.set('last-event-id', String(lastEventId));
+    else headers.delete('last-event-id');
+    const url = endpoint(deps.baseUrl, this.#path + '/events');
     let outcome: Failure | undefined;
     let closed = false;
-    this.#emit({ type: 'connect', turnId: this.id, attempt: this.#backoff.attempt, lastEventId });
+    this.#say('connect', { attempt: this.#backoff.attempt, lastEventId });
     this.#setConnection('connecting');
     this.#arm();
     await fetchEventSource(url, {
@@ -399,25 +373,22 @@ export class TurnFollower implements Turn {
       // The library's header copy (with the wire's last-event-id) is never sent; the body is capped.
       fetch: async (_, init) => limitBody(await deps.fetch(url, { ...init, headers }), deps.streamLimits),
       onopen: async (response) => {
-        if (response.status === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
+        const { status } = response;
+        if (status === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
           this.#authRetried = false;
-          this.#emit({ type: 'open', turnId: this.id, status: 200 });
-          if (lastEventId) this.#emit({ type: 'resumed', turnId: this.id, fromSeq: lastEventId });
+          this.#say('open', { status });
+          if (lastEventId) this.#say('resumed', { fromSeq: lastEventId });
           this.#setConnection('open');
           if (this.#status === 'reconnecting') this.#setStatus(this.#live());
           return;
         }
-        // 204: the turn ended and nothing is after the cursor for the stream; the log has the rest.
-        if (response.status === 204) this.#requestReplay();
-        else {
-          outcome =
-            response.status === 200
-              ? { error: new TransportError('unexpected_content_type', 'The stream is not text/event-stream.', { status: 200 }), disposition: 'retry' }
-              : await failureFromResponse(response, deps.now());
-        }
+        // 204: the turn ended and the stream has nothing after our cursor; the log has the rest.
+        if (status === 204) this.#requestReplay();
+        else if (status === 200) outcome = { error: new TransportError('unexpected_content_type', 'Not an event stream.', { status }), disposition: 'retry' };
+        else outcome = await failureFromResponse(response, deps.now());
         throw STOP;
       },
-      onmessage: (message: EventSourceMessage) => {
+      onmessage: (message) => {
         // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
         if (signal.aborted) return;
         this.#heard = deps.now();
@@ -425,57 +396,59 @@ export class TurnFollower implements Turn {
         if (message.retry) this.#hint.baseDelayMs = message.retry;
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing.
         if (message.event === 'heartbeat' || !message.data) return;
-        outcome = this.#take(decodeEvent(message.data, deps), true);
-        // The stream is not trustworthy any more: drop it, come back through backoff.
-        if (outcome) throw STOP;
+        // An invalid message: the stream is not trustworthy any more; drop it, come back through backoff.
+        if ((outcome = this.#take(decodeEvent(message.data, deps), true) || undefined)) throw STOP;
       },
       onclose: () => {
         closed = true;
         outcome = { error: new TransportError('network_error', 'The stream closed before turn.end.'), disposition: 'retry' };
         throw STOP;
       },
-      onerror: (error: unknown) => {
+      onerror: (error) => {
         outcome ??= error instanceof ProtocolError ? { error, disposition: 'retry' } : networkFailure(error);
         throw STOP;
       },
     }).catch(() => {});
-    this.#disarm();
+    clearTimeout(this.#watchdog);
     // Aborted by us (stall, gap, turn.end, replay, close): whoever aborted says what comes next.
     if (signal.aborted || !outcome) return;
     this.#cut = true;
-    this.#emit({ type: 'disconnect', turnId: this.id, cause: outcome.error });
+    this.#say('disconnect', { cause: outcome.error });
     // Closed without turn.end more than once in a row, or failing again and again: ask the log.
     await this.#handle(outcome, closed ? 2 : deps.replayAfterFailures);
   }
 
-  /** One replay page of the main loop; the replay ends when the log is exhausted or holds turn.end. */
+  /** One replay page of the main loop; the replay ends once the log is exhausted or holds turn.end. */
   async #replayStep(): Promise<void> {
     const controller = (this.#abort = new AbortController());
     this.#arm();
     const result = await this.#page(controller.signal);
-    this.#disarm();
-    if (typeof result === 'boolean') {
-      this.#setStatus('recovering');
-      if (!result) this.#endReplay();
-    } else if (this.#timedOut) await this.#handle({ error: new TransportError('timeout', 'The replay went silent.'), disposition: 'retry' });
-    else if (!controller.signal.aborted) await this.#handle(result);
+    clearTimeout(this.#watchdog);
+    if (typeof result !== 'boolean') {
+      if (!controller.signal.aborted) await this.#handle(result);
+      return;
+    }
+    this.#setStatus('recovering');
+    if (result) return;
+    if (this.#replayed) this.#markRecovered('replay', this.#replayed);
+    this.#replay = false;
+    // An ended turn is released once settled, so `recover()` answers final snapshots.
+    if (this.#state.phase === 'ended') return;
+    this.#misses = 0;
+    this.#setStatus(this.#live());
+    this.#setConnection('idle');
+    this.#release();
   }
 
   /**
-   * Fetches and applies one page of the log after the last applied seq. Answers whether
-   * more pages follow, or the failure. Pages too large to read are asked again, halved.
+   * Fetches and applies one page of the log after the last applied seq; answers whether
+   * more pages follow, or the failure. A page too large to read is asked again, halved.
    */
   async #page(signal: AbortSignal): Promise<Failure | boolean> {
     const deps = this.#deps;
     for (let limit = deps.replayLimit; ; limit = Math.ceil(limit / 2)) {
-      const answer = await requestJson(
-        { ...deps, headers: await deps.headers(), signal },
-        'GET',
-        `/turns/${encodeURIComponent(this.id)}?after=${this.#state.lastSeq}&limit=${limit}`,
-        replayAnswerSchema,
-        deps.replayMaxBytes,
-        'replay',
-      );
+      const after = this.#state.lastSeq;
+      const answer = await requestJson({ ...deps, headers: await deps.headers(), signal }, 'GET', `${this.#path}?after=${after}&limit=${limit}`, replayAnswerSchema, deps.replayMaxBytes, 'replay');
       if (answer.ok) {
         this.#authRetried = false;
         const { turn, events, hasMore } = answer.value;
@@ -484,13 +457,10 @@ export class TurnFollower implements Turn {
           if (failure) return failure;
         }
         if (this.#state.phase === 'ended') return false;
-        // The turn row is read after the events: it may already count events this page lacks.
-        const more = hasMore || turn.lastSeq > this.#state.lastSeq;
-        if (more && !events.length) return { error: new ProtocolError('invalid_response', 'The replay page is empty.'), disposition: 'retry' };
+        // The turn row is read after the events: it may count events this page lacks. An empty page ends the replay (no hot loop).
+        const more = events.length > 0 && (hasMore || turn.lastSeq > this.#state.lastSeq);
         // Ended, but no turn.end after our cursor: nothing will fix that.
-        if (!more && turn.status !== 'pending' && turn.status !== 'streaming') {
-          return { error: new ProtocolError('seq_mismatch', 'The log ends without turn.end.'), disposition: 'fatal' };
-        }
+        if (!more && turn.status !== 'pending' && turn.status !== 'streaming') return { error: new ProtocolError('seq_mismatch', 'The log ends without turn.end.'), disposition: 'fatal' };
         return more;
       }
       if (!answer.tooLarge) return answer.failure;
@@ -502,7 +472,7 @@ export class TurnFollower implements Turn {
   async #handle(failure: Failure, replayAfter = Infinity): Promise<void> {
     const { error, disposition } = failure;
     const scope = this.#replay ? 'replay' : 'stream';
-    if (error.kind === 'protocol') this.#emit({ type: 'protocol-error', turnId: this.id, error });
+    if (error.kind === 'protocol') this.#say('protocol-error', { error });
     if (disposition === 'retry') {
       this.#misses = this.#applied ? 0 : this.#misses + 1;
       if (this.#misses >= replayAfter) return this.#requestReplay();
@@ -517,7 +487,7 @@ export class TurnFollower implements Turn {
     // 401/403: the next request re-reads the headers (a refreshed token); a second one in a row is final.
     if (disposition === 'auth' && !this.#authRetried) {
       this.#authRetried = true;
-      this.#emit({ type: 'auth-refresh', turnId: this.id });
+      this.#say('auth-refresh', {});
     }
     // The server's log is behind our cursor (resume_point_ahead): start again from seq 0.
     else if (disposition === 'rebuild') this.#rebuild();
@@ -526,14 +496,14 @@ export class TurnFollower implements Turn {
 
   // ------------------------------------------------------------------ replay
 
-  /** Aborts the stream and replays next; one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
+  /** Aborts the stream and replays next: one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
   #requestReplay(): void {
     if (!this.#replay) {
       this.#replay = true;
       this.#replayed = this.#applied = 0;
-      // What comes after the replay is not a resumed burst.
+      // What follows a replay is not a resumed burst.
       this.#cut = false;
-      this.#emit({ type: 'recovering', turnId: this.id, path: 'replay', fromSeq: this.#state.lastSeq });
+      this.#say('recovering', { path: 'replay', fromSeq: this.#state.lastSeq });
       if (this.#status !== 'stalled') this.#setStatus('recovering');
       this.#setConnection('idle');
     }
@@ -542,18 +512,7 @@ export class TurnFollower implements Turn {
     this.#wake?.();
   }
 
-  #endReplay(): void {
-    if (this.#replayed) this.#markRecovered('replay', this.#replayed);
-    this.#replay = false;
-    // An ended turn is released once settled, so `recover()` answers final snapshots.
-    if (this.#state.phase === 'ended') return;
-    this.#misses = 0;
-    this.#setStatus(this.#live());
-    this.#setConnection('idle');
-    this.#release();
-  }
-
-  /** Resolves when the main loop's replay is over (requested now) or the turn settled. */
+  /** Resolves when the main loop's replay (requested now) is over, or the turn settled. */
   #replayOver(): Promise<void> {
     const over = new Promise<void>((resolve) => this.#waiters.push(resolve));
     this.#requestReplay();
@@ -578,54 +537,44 @@ export class TurnFollower implements Turn {
    * Applies or drops one decoded event. Answers why the path that brought it must stop:
    * a bad stream is dropped and retried, a bad log is final.
    */
-  #take(decoded: DecodeResult, stream: boolean): Failure | undefined {
+  #take(decoded: DecodeResult, stream: boolean): Failure | void {
     const disposition = stream ? 'retry' : 'fatal';
     if (decoded.kind === 'error') return { error: decoded.error, disposition };
     if (decoded.kind === 'unknown') {
-      this.#emit({ type: 'unknown-event', turnId: this.id, eventType: decoded.type });
+      this.#say('unknown-event', { eventType: decoded.type });
       // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
       this.#state = skipEvent(this.#state, decoded.seq ?? 0);
-      this.#changed();
-      return;
+      return this.#changed();
     }
     const { event } = decoded;
-    const lastSeq = this.#state.lastSeq;
-    switch (classifyEvent(this.#state, event, this.#deps.reducerLimits)) {
-      case 'next':
-        this.#apply(event, stream);
-        return;
-      case 'duplicate':
-        this.#emit({ type: 'duplicate', turnId: this.id, seq: event.seq });
-        return;
-      case 'gap':
-        this.#emit({ type: 'gap', turnId: this.id, expected: lastSeq + 1, got: event.seq });
-        // Filled from the log before anything later applies.
-        if (!stream) return { error: new ProtocolError('seq_mismatch', 'The log skips seqs.'), disposition };
-        this.#requestReplay();
-        return;
-      case 'foreign':
-        return { error: new ProtocolError('seq_mismatch', 'An event of another turn arrived.'), disposition };
-      case 'too-large':
-        return { error: new ProtocolError('turn_too_large', 'The text passed maxTurnTextLength.'), disposition: 'fatal' };
-      case 'after-end':
-        this.#emit({ type: 'protocol-error', turnId: this.id, error: new ProtocolError('seq_mismatch', 'An event arrived after turn.end.') });
+    const verdict = classifyEvent(this.#state, event, this.#deps.reducerLimits);
+    if (verdict === 'next') return this.#apply(event, stream);
+    if (verdict === 'duplicate') return this.#say('duplicate', { seq: event.seq });
+    if (verdict === 'gap') {
+      this.#say('gap', { expected: this.#state.lastSeq + 1, got: event.seq });
+      // Filled from the log before anything later applies.
+      if (stream) return this.#requestReplay();
     }
+    // A gap in the log itself, an event of another turn or after turn.end, or a text over its cap.
+    return verdict === 'too-large'
+      ? { error: new ProtocolError('turn_too_large', 'The text passed maxTurnTextLength.'), disposition: 'fatal' }
+      : { error: new ProtocolError('seq_mismatch', `Event ${event.seq} out of place (${verdict}).`), disposition };
   }
 
   /** Hot path: `event` was classified `next`. */
   #apply(event: TurnEvent, stream: boolean): void {
     this.#state = applyNext(this.#state, event);
     this.#deps.persistence.append(this.id, event);
-    for (const queue of this.#queues) queue.push(event);
+    for (const queue of this.#queues) queue(event);
     this.#backoff.reset();
     if (stream) {
-      // A resumed connection first delivers, in one chunk, what was logged while we were away: that burst is what `resume` recovered.
+      // A resumed connection first delivers, in one chunk, what was logged while we were away: `resume` recovered that burst.
       if (++this.#applied === 1 && this.#cut && event.seq > 1) {
         this.#cut = false;
         queueMicrotask(() => this.#markRecovered('resume', this.#applied));
       }
       this.#setStatus('streaming');
-    } else this.#replayed += 1;
+    } else this.#replayed++;
     if (this.#connection.attempt) this.#setConnection(this.#connection.state);
     if (event.type === 'turn.end') {
       // The loop settles it: verify, then complete.
@@ -639,24 +588,23 @@ export class TurnFollower implements Turn {
   async #settle(): Promise<void> {
     const end = this.#state.end!;
     const text = turnText(this.#state);
-    let matches = text.length === end.textLength;
-    if (matches) {
-      matches = await sha256Hex(text).then(
+    const matches =
+      text.length === end.textLength &&
+      (await sha256Hex(text).then(
         (hash) => hash === end.textSha256,
         () => {
           // No Web Crypto outside secure contexts (plain HTTP): the length matched, the hash is unknown.
-          this.#emit({ type: 'integrity-unchecked', turnId: this.id });
+          this.#say('integrity-unchecked', {});
           return true;
         },
-      );
-    }
+      ));
     if (!this.#following || this.#done) return;
     if (matches) {
       this.#fold(end.status);
-      this.#emit({ type: 'completed', turnId: this.id, status: end.status });
+      this.#say('completed', { status: end.status });
       return this.#end(end.status);
     }
-    this.#emit({ type: 'integrity-mismatch', turnId: this.id, expectedLength: end.textLength, actualLength: text.length });
+    this.#say('integrity-mismatch', { expectedLength: end.textLength, actualLength: text.length });
     if (this.#rebuilt) return this.#fail(new ProtocolError('integrity_mismatch', 'The text differs from turn.end after a full replay.'), 'replay');
     this.#rebuilt = true;
     this.#rebuild();
@@ -668,7 +616,7 @@ export class TurnFollower implements Turn {
     const final = error.kind === 'protocol' || error.status === 404 || error.status === 410;
     this.#error = error;
     this.#revivable = !final;
-    this.#emit({ type: 'failed', scope, id: this.id, error });
+    this.#deps.emit({ type: 'failed', at: this.#deps.now(), scope, id: this.id, error });
     if (final) this.#fold('failed', error);
     this.#end('failed');
   }
@@ -681,58 +629,43 @@ export class TurnFollower implements Turn {
 
   #end(status: TurnStatus): void {
     this.#done = true;
-    this.#status = status;
+    this.#setStatus(status);
     this.#stop();
     this.#setConnection('closed');
     this.#release();
-    this.#changed();
     this.#resolve(this.getSnapshot());
   }
 
   #markRecovered(path: RecoveryPath, events: number): void {
     this.#recovered = { path, events, at: this.#deps.now() };
-    this.#emit({ type: 'recovered', turnId: this.id, path, events });
+    this.#say('recovered', { path, events });
     this.#changed();
   }
 
   // ------------------------------------------------------------------ watchdog
 
-  /**
-   * Watches the request just made for silence. Events only stamp `#heard` (cheap on the
-   * hot path); the timer re-arms itself for the rest of the window.
-   */
+  /** Watches the request just made for silence (a stalled stream, or a replay request that hangs). */
   #arm(): void {
     this.#heard = this.#deps.now();
-    this.#timedOut = false;
-    this.#watchdog = setTimeout(this.#check, this.#limit());
+    this.#check();
   }
 
-  #disarm(): void {
-    clearTimeout(this.#watchdog);
-  }
-
-  /** `firstEventMs` until the turn first said anything, then `idleMs`. */
-  #limit(): number {
-    return this.#replay || this.#heardAny || this.#state.lastSeq ? this.#deps.idleMs : this.#deps.firstEventMs;
-  }
-
+  /**
+   * Timer-driven: events only stamp `#heard` (cheap on the hot path) and the timer waits
+   * out the rest of the window. Silence past it (`firstEventMs` until the turn first said
+   * anything, then `idleMs`) stalls the turn: replay, whatever was in flight.
+   */
   readonly #check = (): void => {
     const silentMs = this.#deps.now() - this.#heard;
-    const limit = this.#limit();
+    const watchdog = this.#heardAny || this.#state.lastSeq ? 'idle' : 'first-event';
+    const limit = watchdog === 'idle' ? this.#deps.idleMs : this.#deps.firstEventMs;
     if (silentMs < limit) {
       this.#watchdog = setTimeout(this.#check, limit - silentMs);
       return;
     }
-    if (this.#replay) {
-      // A silent replay request is retried with backoff like any failed one.
-      this.#timedOut = true;
-      this.#abort?.abort();
-      return;
-    }
-    const watchdog = this.#heardAny || this.#state.lastSeq ? 'idle' : 'first-event';
     this.#stall = { at: this.#deps.now(), watchdog };
     this.#setStatus('stalled');
-    this.#emit({ type: 'stalled', turnId: this.id, watchdog, silentMs });
+    this.#say('stalled', { watchdog, silentMs });
     this.#requestReplay();
   };
 
@@ -742,7 +675,7 @@ export class TurnFollower implements Turn {
     return this.#state.phase === 'pending' ? 'pending' : 'streaming';
   }
 
-  /** Waits `ms` (until woken when absent) or until {@link #wake}. */
+  /** Waits `ms` (until woken, when absent) or until `#wake`. */
   #sleep(ms?: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = ms === undefined ? undefined : setTimeout(resolve, ms);
@@ -756,10 +689,9 @@ export class TurnFollower implements Turn {
   #stop(): void {
     this.#abort?.abort();
     this.#alongside?.abort();
-    this.#disarm();
+    clearTimeout(this.#watchdog);
     this.#wake?.();
-    for (const queue of this.#queues) queue.end();
-    this.#queues.clear();
+    for (const queue of this.#queues) queue();
   }
 
   #setStatus(status: TurnStatus): void {
@@ -781,8 +713,9 @@ export class TurnFollower implements Turn {
     this.#batcher.request();
   }
 
-  #emit(diagnostic: DistributiveOmit<Diagnostic, 'at'>): void {
-    this.#deps.emit({ ...diagnostic, at: this.#deps.now() } as Diagnostic);
+  /** Emits a diagnostic about this turn. */
+  #say<T extends DiagnosticType>(type: T, fields: Fields<T>): void {
+    this.#deps.emit({ type, at: this.#deps.now(), turnId: this.id, ...fields } as Diagnostic);
   }
 
   /** The row persistence writes; none until the conversation is known (turn.start or acceptance). */
