@@ -16,7 +16,8 @@ import { sha256Hex } from './protocol/integrity.js';
 import { cancelAnswerSchema, replayAnswerSchema, type TurnEvent } from './protocol/schemas.js';
 import type { Persistence, TurnMeta } from './storage/persistence.js';
 import type { LoadedTurn, TurnStatus } from './storage/store.js';
-import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure } from './transport/http.js';
+import { isEndedStatus } from './storage/records.js';
+import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure, type FailureDisposition } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
 import { limitBody, type StreamLimits } from './transport/sse-connection.js';
 import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
@@ -109,6 +110,8 @@ type Fields<T extends DiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, '
 const STOP = 0;
 const RESOLVED = Promise.resolve();
 
+const failure = (error: LifelineError, disposition: FailureDisposition = 'retry'): Failure => ({ error, disposition });
+
 /** `value` frozen, without its undefined members (optional fields are absent, never undefined). */
 function frozen<T>(value: { [K in keyof T]: T[K] | undefined }): T {
   for (const key in value) if (value[key] === undefined) delete value[key];
@@ -174,7 +177,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   let watchdog: ReturnType<typeof setTimeout> | undefined;
   /** When the request in flight last heard anything (an event or a heartbeat). */
   let heard = 0;
-  let heardAny = false;
 
   const changed = (): void => {
     snapshot = undefined;
@@ -222,7 +224,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     running = true;
     try {
       // fetch-event-source 2.0.1 calls `window` and `document` (FAULTS.md); without them its promise never settles.
-      if (typeof document === 'undefined') throw new LifelineError('invalid_argument', 'Following a turn needs a browser.');
+      if (typeof document === 'undefined') throw new LifelineError('invalid_argument', 'Following needs a browser.');
       while (following && !done) {
         if (ended()) await settle();
         else if (!deps.network.online()) {
@@ -275,7 +277,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         }
         // 204: the turn ended and the stream has nothing after our cursor; the log has the rest.
         if (code === 204) requestReplay();
-        else if (code === 200) outcome = { error: new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }), disposition: 'retry' };
+        else if (code === 200) outcome = failure(new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }));
         else outcome = await failureFromResponse(response, now());
         throw STOP;
       },
@@ -283,7 +285,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
         if (signal.aborted) return;
         heard = now();
-        heardAny = true;
         if (message.retry) hint.baseDelayMs = message.retry;
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
         // message makes the stream untrustworthy: it is dropped and retried through backoff.
@@ -291,11 +292,11 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       },
       onclose: () => {
         closed = true;
-        outcome = { error: new TransportError('network_error', 'The stream closed before turn.end.'), disposition: 'retry' };
+        outcome = failure(new TransportError('network_error', 'Closed before turn.end.'));
         throw STOP;
       },
       onerror: (cause) => {
-        outcome ||= cause instanceof ProtocolError ? { error: cause, disposition: 'retry' } : networkFailure(cause);
+        outcome ||= cause instanceof ProtocolError ? failure(cause) : networkFailure(cause);
         throw STOP;
       },
     }).catch(() => {});
@@ -341,33 +342,34 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         authRetried = false;
         const { turn, events, hasMore } = answer.value;
         for (const value of events) {
-          const failure = take(decodeEventValue(value), false);
-          if (failure) return failure;
+          const stop = take(decodeEventValue(value), false);
+          if (stop) return stop;
         }
         if (ended()) return false;
         // The turn row is read after the events: it may count events this page lacks. An empty page ends the replay (no hot loop).
         const more = events.length > 0 && (hasMore || turn.lastSeq > state.lastSeq);
         // Ended, but no turn.end after our cursor: nothing will fix that.
-        if (!more && turn.status !== 'pending' && turn.status !== 'streaming') return { error: new ProtocolError('seq_mismatch', 'The log ends without turn.end.'), disposition: 'fatal' };
+        if (!more && isEndedStatus(turn.status)) return failure(new ProtocolError('seq_mismatch', 'Log ended without turn.end.'), 'fatal');
         return more;
       }
       if (!answer.tooLarge) return answer.failure;
-      if (limit < 2) return { error: answer.failure.error, disposition: 'fatal' };
+      if (limit < 2) return failure(answer.failure.error, 'fatal');
     }
   }
 
   /** What a failure leads to: a backoff wait, a replay, a header refresh, a rebuild, or the end. */
-  async function handle(failure: Failure, replayAfter = Infinity): Promise<void> {
-    const cause = failure.error;
+  async function handle(failed: Failure, replayAfter = Infinity): Promise<void> {
+    const cause = failed.error;
     const scope = replay ? 'replay' : 'stream';
     if (cause.kind === 'protocol') say('protocol-error', { error: cause });
-    switch (failure.disposition) {
+    switch (failed.disposition) {
       case 'retry': {
         misses = applied ? 0 : misses + 1;
         if (misses >= replayAfter) return requestReplay();
-        const delay = backoff.next({ ...hint, ...failure, afterHealthy: applied > 0 });
-        if (delay === undefined) return fail(new TransportError('retry_exhausted', 'Gave up after retry.maxElapsedMs.', { cause }), scope);
-        if (status !== 'stalled' && status !== 'recovering') setStatus('reconnecting');
+        const delay = backoff.next({ ...hint, ...failed, afterHealthy: applied > 0 });
+        if (delay === undefined) return fail(new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause }), scope);
+        // A replay keeps showing stalled or recovering while it retries.
+        if (!replay) setStatus('reconnecting');
         const at = now();
         deps.emit({ type: 'retry', at, scope, id, attempt: backoff.attempt, delayMs: delay, cause });
         setConnection('waiting', at + delay);
@@ -395,7 +397,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       // What follows a replay is not a resumed burst.
       cut = false;
       say('recovering', { path: 'replay', fromSeq: state.lastSeq });
-      if (status !== 'stalled') setStatus('recovering');
+      setStatus('recovering');
       setConnection('idle');
     }
     alongside?.abort();
@@ -426,7 +428,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
    */
   function take(decoded: DecodeResult, fromStream: boolean): Failure | void {
     const disposition = fromStream ? 'retry' : 'fatal';
-    if (decoded.kind === 'error') return { error: decoded.error, disposition };
+    if (decoded.kind === 'error') return failure(decoded.error, disposition);
     if (decoded.kind === 'unknown') {
       say('unknown-event', { eventType: decoded.type });
       // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
@@ -444,8 +446,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     }
     // A gap in the log itself, an event of another turn or after turn.end, or a text over its cap.
     return verdict === 'too-large'
-      ? { error: new ProtocolError('turn_too_large', 'The text passed maxTurnTextLength.'), disposition: 'fatal' }
-      : { error: new ProtocolError('seq_mismatch', `Event ${event.seq} out of place (${verdict}).`), disposition };
+      ? failure(new ProtocolError('turn_too_large', 'Text over maxTurnTextLength.'), 'fatal')
+      : failure(new ProtocolError('seq_mismatch', `Event ${event.seq} out of place (${verdict}).`), disposition);
   }
 
   /** Hot path: `event` was classified `next`. */
@@ -492,7 +494,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       return finish(end.status);
     }
     say('integrity-mismatch', { expectedLength: end.textLength, actualLength: text.length });
-    if (rebuilt) return fail(new ProtocolError('integrity_mismatch', 'The text differs from turn.end after a full replay.'), 'replay');
+    if (rebuilt) return fail(new ProtocolError('integrity_mismatch', 'Text still differs after a full replay.'), 'replay');
     rebuilt = true;
     rebuild();
   }
@@ -538,21 +540,21 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
 
   /**
    * Timer-driven: events only stamp `heard` (cheap on the hot path) and the timer waits
-   * out the rest of the window. Silence past it (`firstEventMs` until the turn first said
-   * anything, then `idleMs`) stalls the turn: replay, whatever was in flight.
+   * out the rest of the window. Silence past it (`firstEventMs` until the first event,
+   * then `idleMs`; heartbeats count as sound) stalls the turn: replay, whatever was in flight.
    */
   function check(): void {
     const silentMs = now() - heard;
-    const kind = heardAny || state.lastSeq ? 'idle' : 'first-event';
+    const kind = state.lastSeq ? 'idle' : 'first-event';
     const limit = kind === 'idle' ? deps.idleMs : deps.firstEventMs;
     if (silentMs < limit) {
       watchdog = setTimeout(check, limit - silentMs);
       return;
     }
     stall = { at: now(), watchdog: kind };
-    setStatus('stalled');
     say('stalled', { watchdog: kind, silentMs });
     requestReplay();
+    setStatus('stalled');
   }
 
   // ------------------------------------------------------------------ plumbing
@@ -630,7 +632,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     },
 
     async cancel() {
-      const answer = await requestJson({ ...deps, headers: await deps.headers() }, 'POST', path + '/cancel', cancelAnswerSchema, 65_536, 'cancel');
+      const answer = await requestJson({ ...deps, headers: await deps.headers() }, 'POST', path + '/cancel', cancelAnswerSchema, 100_000, 'cancel');
       if (!answer.ok) throw answer.failure.error;
     },
 
@@ -682,7 +684,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       if (!revivable) return RESOLVED;
       done = revivable = authRetried = false;
       error = undefined;
-      status = live();
       return start(true);
     },
 

@@ -31,11 +31,11 @@ export async function listTurns(
 ): Promise<TurnObject[]> {
   const backoff = createBackoff(retry.policy, retry.clock);
   for (;;) {
-    // A list of 200 turn objects is ~60 KiB.
+    // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
     const answer = await requestJson(
       { ...context, headers: await context.headers() },
       'GET',
-      `/conversations/${encodeURIComponent(conversationId)}/turns?limit=${limit}`,
+      `/conversations/${conversationId}/turns?limit=${limit}`,
       listAnswerSchema,
       4 * 1024 * 1024,
       'list',
@@ -44,7 +44,7 @@ export async function listTurns(
     const { failure } = answer;
     if (failure.disposition !== 'retry') throw failure.error;
     const delay = backoff.next(failure);
-    if (delay === undefined) throw new TransportError('retry_exhausted', 'Gave up after retry.maxElapsedMs.', { cause: failure.error });
+    if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: failure.error });
     retry.onRetry(backoff.attempt, delay, failure.error);
     await retry.sleep(delay);
   }

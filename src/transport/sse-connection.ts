@@ -52,10 +52,7 @@ export function limitBody(response: Response, limits: StreamLimits): Response {
           block++;
           line = lineBreak ? 0 : line + 1;
           if (line > limits.maxLineBytes || block > limits.maxEventBytes) {
-            failed =
-              line > limits.maxLineBytes
-                ? new ProtocolError('line_too_long', 'A stream line is too long.')
-                : new ProtocolError('event_too_large', 'A stream event is too large.');
+            failed = new ProtocolError(line > limits.maxLineBytes ? 'line_too_long' : 'event_too_large', 'Stream line or event too large.');
             await reader.cancel(failed).catch(() => {});
             return start ? controller.enqueue(value.subarray(0, start)) : controller.error(failed);
           }

@@ -242,7 +242,7 @@ describe('framing faults (rows 3, 4, 14)', () => {
     expect(server.streams.map((request) => request.cursor)).toEqual([undefined, '2', '2']);
     expect(server.replays.map((request) => request.cursor)).toEqual(['2']);
     expect(final.recovered).toEqual(expect.objectContaining({ path: 'replay', events: log.length - 2 }));
-    expect(followed.ofType('disconnect').map((d) => d.cause.message)).toEqual(Array(3).fill('The stream closed before turn.end.'));
+    expect(followed.ofType('disconnect').map((d) => d.cause.message)).toEqual(Array(3).fill('Closed before turn.end.'));
   });
 
   it('drops duplicate seqs and fills a skipped one from the replay endpoint (row 14)', async () => {
