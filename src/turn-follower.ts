@@ -7,7 +7,7 @@
  * goes through `take` and the pure reducer, so each seq is applied exactly once, in order.
  */
 import { fetchEventSource } from '@microsoft/fetch-event-source';
-import { createBackoff, type RetryHint, type RetryPolicy } from './core/backoff.js';
+import { createBackoff, type RetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter } from './core/subscribable.js';
 import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, type ReducerLimits } from './core/turn-reducer.js';
 import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
@@ -131,8 +131,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   const queues = new Set<(event?: TurnEvent) => void>();
   /** One backoff for stream and replay retries, reset by every applied event (progress). */
   const backoff = createBackoff(deps.retry, deps);
-  /** The server's `retry:` (the backoff clamps it). */
-  const hint: RetryHint = {};
   let resolveCompleted!: (snapshot: TurnSnapshot) => void;
   const completed = new Promise<TurnSnapshot>((resolve) => (resolveCompleted = resolve));
 
@@ -285,7 +283,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
         if (signal.aborted) return;
         heard = now();
-        if (message.retry) hint.baseDelayMs = message.retry;
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
         // message makes the stream untrustworthy: it is dropped and retried through backoff.
         if (message.event !== 'heartbeat' && message.data && (outcome = take(decodeEvent(message.data, deps), true) || undefined)) throw STOP;
@@ -366,7 +363,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       case 'retry': {
         misses = applied ? 0 : misses + 1;
         if (misses >= replayAfter) return requestReplay();
-        const delay = backoff.next({ ...hint, ...failed, afterHealthy: applied > 0 });
+        // The server's `retry:` is not used: our own policy paces every retry (no hostile value can storm).
+        const delay = backoff.next({ ...failed, afterHealthy: applied > 0 });
         if (delay === undefined) return fail(new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause }), scope);
         // A replay keeps showing stalled or recovering while it retries.
         if (!replay) setStatus('reconnecting');
@@ -608,7 +606,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     id,
     completed,
     getSnapshot,
-    subscribe: (listener) => listeners.subscribe(listener),
+    // Bound by the emitter, so it can be passed around.
+    subscribe: listeners.subscribe,
 
     /** Events applied from now on, each seq once (even through a rebuild), until the turn ends or is closed. */
     async *[Symbol.asyncIterator]() {

@@ -21,27 +21,21 @@ export function streamLimitsFor(maxEventSize: number): StreamLimits {
 
 /**
  * `response` with its `200` body capped: past a cap the body errors with `line_too_long`
- * or `event_too_large` (and the connection is cancelled). The whole lines before the
+ * or `event_too_large`, and the connection is cancelled. The whole lines before the
  * offending one still pass, so the events they complete apply.
  */
 export function limitBody(response: Response, limits: StreamLimits): Response {
-  const reader = response.status === 200 ? response.body?.getReader() : undefined;
-  if (!reader) return response;
+  if (response.status !== 200 || !response.body) return response;
   let line = 0;
   let block = 0;
   // The last byte was a CR: an LF right after it belongs to the same line break.
   let cr = false;
-  let failed: ProtocolError | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // A pull of its own: erroring right after enqueueing would discard the good prefix.
-      if (failed) return controller.error(failed);
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
+  const capped = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
       // Where the current line starts in this chunk.
       let start = 0;
-      for (let i = 0; i < value.length; i++) {
-        const byte = value[i];
+      for (let i = 0; i < chunk.length; i++) {
+        const byte = chunk[i];
         const lineBreak = byte === 10 || byte === 13;
         if (cr && byte === 10) start = i + 1;
         else if (lineBreak && !line) {
@@ -52,16 +46,16 @@ export function limitBody(response: Response, limits: StreamLimits): Response {
           block++;
           line = lineBreak ? 0 : line + 1;
           if (line > limits.maxLineBytes || block > limits.maxEventBytes) {
-            failed = new ProtocolError(line > limits.maxLineBytes ? 'line_too_long' : 'event_too_large', 'Stream line or event too large.');
-            await reader.cancel(failed).catch(() => {});
-            return start ? controller.enqueue(value.subarray(0, start)) : controller.error(failed);
+            // The readable side has no buffer: a chunk is only transformed for a pending read, which this fills before the error.
+            controller.enqueue(chunk.subarray(0, start));
+            throw new ProtocolError(line > limits.maxLineBytes ? 'line_too_long' : 'event_too_large', 'Stream line or event too large.');
           }
           if (lineBreak) start = i + 1;
         }
         cr = byte === 13;
       }
-      controller.enqueue(value);
+      controller.enqueue(chunk);
     },
   });
-  return new Response(body, response);
+  return new Response(response.body.pipeThrough(capped), response);
 }
