@@ -322,7 +322,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     replay = false;
     // An ended turn is released once settled, so `recover()` answers final snapshots.
     if (ended()) return;
-    misses = 0;
     setStatus(live());
     setConnection('idle');
     release();
@@ -391,7 +390,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   function requestReplay(): void {
     if (!replay) {
       replay = true;
-      replayed = applied = 0;
+      replayed = applied = misses = 0;
       // What follows a replay is not a resumed burst.
       cut = false;
       say('recovering', { path: 'replay', fromSeq: state.lastSeq });
@@ -514,7 +513,9 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   }
 
   function finish(ending: TurnStatus): void {
+    // A revived turn starts its replay afresh.
     done = true;
+    replay = false;
     setStatus(ending);
     stop();
     setConnection('closed');
@@ -543,12 +544,12 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
    */
   function check(): void {
     const silentMs = now() - heard;
-    const kind = state.lastSeq ? 'idle' : 'first-event';
-    const limit = kind === 'idle' ? deps.idleMs : deps.firstEventMs;
+    const limit = state.lastSeq ? deps.idleMs : deps.firstEventMs;
     if (silentMs < limit) {
       watchdog = setTimeout(check, limit - silentMs);
       return;
     }
+    const kind = state.lastSeq ? 'idle' : 'first-event';
     stall = { at: now(), watchdog: kind };
     say('stalled', { watchdog: kind, silentMs });
     requestReplay();

@@ -179,7 +179,7 @@ describe('blocks that carry nothing (row 6)', () => {
 });
 
 describe('bogus retry and id (rows 7, 8)', () => {
-  it('clamps hostile retry values to the client bounds: no hot loop, no stall', async () => {
+  it('paces hostile retry values by the client policy: no hot loop, no stall', async () => {
     const hostile = ['retry: -1', 'retry: 99999999999', 'retry: 10x', 'retry: 0'];
     const log = await buildLog(TEXT);
     const server = await startScriptedServer({
