@@ -221,3 +221,24 @@ describe('resume_point_ahead', () => {
     expect(followed.ofType('protocol-error').map((d) => d.error.code)).toEqual(['seq_mismatch']);
   });
 });
+
+describe('replay pages too large to read', () => {
+  it('asks again with half the limit, down to a page that fits, and completes', async () => {
+    const log = await buildLog(TEXT);
+    const { server, followed } = await setup({
+      log,
+      stream: ({ res }) => void res.writeHead(204).end(),
+      replay: ({ request, res }) => {
+        const limit = Number(new URL(request.url, 'http://localhost').searchParams.get('limit'));
+        if (limit <= 250) return 'default';
+        // Over the client's 8 MiB read cap: bounded memory, so this page cannot be read at all.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ pad: 'x'.repeat(9 * 1024 * 1024) }));
+      },
+    });
+    const final = await followed.turn.completed;
+    expect(final).toMatchObject({ status: 'complete', text: TEXT.join('') });
+    expect(server.replays.map((request) => new URL(request.url, 'http://localhost').searchParams.get('limit'))).toEqual(['1000', '500', '250']);
+    expect(followed.ofType('retry')).toEqual([]);
+  });
+});
