@@ -270,7 +270,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
           say('open', { status: code });
           if (lastEventId) say('resumed', { fromSeq: lastEventId });
           setConnection('open');
-          if (status === 'reconnecting') setStatus(live());
+          // No replay runs during a stream attempt: reconnecting (or pending) becomes what the log says.
+          setStatus(live());
           return;
         }
         // 204: the turn ended and the stream has nothing after our cursor; the log has the rest.
