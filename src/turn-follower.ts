@@ -110,6 +110,7 @@ type Fields<T extends DiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, '
 const STOP = 0;
 const RESOLVED = Promise.resolve();
 
+/** A failure the loop handles: retried (the default), or `fatal` and the like. */
 const failure = (error: LifelineError, disposition: FailureDisposition = 'retry'): Failure => ({ error, disposition });
 
 /** `value` frozen, without its undefined members (optional fields are absent, never undefined). */
@@ -118,6 +119,7 @@ function frozen<T>(value: { [K in keyof T]: T[K] | undefined }): T {
   return Object.freeze(value) as T;
 }
 
+/** Creates the follower of turn `id`; nothing runs before `start`. */
 function follow(id: string, deps: FollowerDeps): TurnFollower {
   const { now, persistence } = deps;
   /** Ids match the protocol's id pattern: they need no escaping. */
@@ -164,7 +166,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   /** Ends the main loop's current wait. */
   let wake: (() => void) | undefined;
   /** Resolved when the main loop's replay is over or the turn settled. */
-  let waiters: (() => void)[] = [];
+  const waiters: (() => void)[] = [];
   /** Stream attempts in a row that applied nothing. */
   let misses = 0;
   let authRetried = false;
@@ -229,7 +231,10 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
           // Woken by the `online` event, close or dispose.
           setConnection('offline');
           await sleep();
-        } else await (replay ? replayStep() : stream()).catch((cause: unknown) => handle(networkFailure(cause)));
+        } else {
+          // A headers function that throws (a failed token refresh) is retried like a network error.
+          await (replay ? replayStep() : stream()).catch((cause: unknown) => handle(networkFailure(cause)));
+        }
       }
     } catch (bug) {
       // A bug, not a network condition: fail visibly rather than spin.
@@ -311,7 +316,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   async function replayStep(): Promise<void> {
     const controller = (abort = new AbortController());
     arm();
-    const result = await page(controller.signal);
+    const result = await page(controller.signal).catch(networkFailure);
     clearTimeout(watchdog);
     if (typeof result !== 'boolean') {
       if (!controller.signal.aborted) await handle(result);
@@ -343,11 +348,12 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
           if (stop) return stop;
         }
         if (ended()) return false;
-        // The turn row is read after the events: it may count events this page lacks. An empty page ends the replay (no hot loop).
-        const more = events.length > 0 && (hasMore || turn.lastSeq > state.lastSeq);
+        // The turn row is read after the events: it may count events this page lacks.
+        const more = hasMore || turn.lastSeq > state.lastSeq;
         // Ended, but no turn.end after our cursor: nothing will fix that.
         if (!more && isEndedStatus(turn.status)) return failure(new ProtocolError('seq_mismatch', 'Log ended without turn.end.'), 'fatal');
-        return more;
+        // An empty page ends the replay even when more was promised: the stream brings the rest (no hot loop).
+        return more && events.length > 0;
       }
       if (!answer.tooLarge) return answer.failure;
       if (limit < 2) return failure(answer.failure.error, 'fatal');
