@@ -13,17 +13,17 @@ export interface NetworkMonitor {
 /** Reads `navigator.onLine` and the global `online`/`offline` events, looked up on use (SSR-safe). */
 export function createBrowserNetworkMonitor(): NetworkMonitor {
   const scope = globalThis as Partial<Pick<Window, 'addEventListener' | 'removeEventListener'>> & { navigator?: { onLine?: boolean } };
+  const online = (): boolean => scope.navigator?.onLine !== false;
   return {
-    online: () => scope.navigator?.onLine !== false,
+    online,
     subscribe(listener) {
-      const on = (): void => listener(true);
-      const off = (): void => listener(false);
-      scope.addEventListener?.('online', on);
-      scope.addEventListener?.('offline', off);
-      return () => {
-        scope.removeEventListener?.('online', on);
-        scope.removeEventListener?.('offline', off);
+      // The browser updates `navigator.onLine` before it fires either event.
+      const update = (): void => listener(online());
+      const each = (method: 'addEventListener' | 'removeEventListener'): void => {
+        for (const type of ['online', 'offline']) scope[method]?.(type, update);
       };
+      each('addEventListener');
+      return () => each('removeEventListener');
     },
   };
 }

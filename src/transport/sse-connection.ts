@@ -26,33 +26,39 @@ export function streamLimitsFor(maxEventSize: number): StreamLimits {
  */
 export function limitBody(response: Response, limits: StreamLimits): Response {
   if (response.status !== 200 || !response.body) return response;
+  // Bytes of the current line, and of the current block's lines before it (each with its line break).
   let line = 0;
   let block = 0;
-  // The last byte was a CR: an LF right after it belongs to the same line break.
+  // The last line break was a CR: an LF right after it belongs to it.
   let cr = false;
   const capped = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
-      // Where the current line starts in this chunk.
-      let start = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        const byte = chunk[i];
-        const lineBreak = byte === 10 || byte === 13;
-        if (cr && byte === 10) start = i + 1;
-        else if (lineBreak && !line) {
-          // A blank line ends the block.
-          block = 0;
-          start = i + 1;
-        } else {
-          block++;
-          line = lineBreak ? 0 : line + 1;
-          if (line > limits.maxLineBytes || block > limits.maxEventBytes) {
-            // The readable side has no buffer: a chunk is only transformed for a pending read, which this fills before the error.
-            controller.enqueue(chunk.subarray(0, start));
-            throw new ProtocolError(line > limits.maxLineBytes ? 'line_too_long' : 'event_too_large', 'Stream line or event too large.');
-          }
-          if (lineBreak) start = i + 1;
+      const length = chunk.length;
+      // Where the next LF and CR are (native scans, once per line at most); `>>> 0` turns "none" (-1) into a position past any chunk.
+      let nextLF = -1;
+      let nextCR = -1;
+      for (let start = 0; start < length; ) {
+        if (cr && chunk[start] === 10) {
+          cr = false;
+          start++;
+          continue;
         }
-        cr = byte === 13;
+        if (nextLF < start) nextLF = chunk.indexOf(10, start) >>> 0;
+        if (nextCR < start) nextCR = chunk.indexOf(13, start) >>> 0;
+        const end = Math.min(nextLF, nextCR, length);
+        line += end - start;
+        if (end < length) {
+          cr = chunk[end] === 13;
+          // A blank line ends the block.
+          block = line ? block + line + 1 : 0;
+        }
+        if (line > limits.maxLineBytes || block + (end < length ? 0 : line) > limits.maxEventBytes) {
+          // The readable side has no buffer: a chunk is only transformed for a pending read, which this fills before the error.
+          controller.enqueue(chunk.subarray(0, start));
+          throw new ProtocolError(line > limits.maxLineBytes ? 'line_too_long' : 'event_too_large', 'Stream line or event too large.');
+        }
+        if (end < length) line = 0;
+        start = end + 1;
       }
       controller.enqueue(chunk);
     },
