@@ -197,7 +197,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     changed();
   };
   /** Emits a diagnostic about this turn. */
-  const say = <T extends DiagnosticType>(type: T, fields: Fields<T>): void => deps.emit({ type, at: now(), turnId: id, ...fields } as Diagnostic);
+  const say = <T extends DiagnosticType>(type: T, fields?: Fields<T>): void => deps.emit({ type, at: now(), turnId: id, ...fields } as Diagnostic);
   const release = (): void => {
     for (const resolve of waiters.splice(0)) resolve();
   };
@@ -383,7 +383,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       case 'auth':
         if (authRetried) break;
         authRetried = true;
-        return say('auth-refresh', {});
+        return say('auth-refresh');
       // The server's log is behind our cursor (resume_point_ahead): start again from seq 0.
       case 'rebuild':
         return rebuild();
@@ -487,7 +487,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         (hash) => hash === end.textSha256,
         () => {
           // No Web Crypto outside secure contexts (plain HTTP): the length matched, the hash is unknown.
-          say('integrity-unchecked', {});
+          say('integrity-unchecked');
           return true;
         },
       ));
@@ -506,7 +506,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   function fail(cause: LifelineError, scope: 'stream' | 'replay'): void {
     if (done) return;
     // Bad data and a turn the server no longer has stay failed; auth and network trouble may pass.
-    const final = cause.kind === 'protocol' || cause.status === 404 || cause.status === 410;
+    const final = cause.kind === 'protocol' || [404, 410].includes(cause.status ?? 0);
     error = cause;
     revivable = !final;
     deps.emit({ type: 'failed', at: now(), scope, id, error: cause });

@@ -20,14 +20,13 @@ export interface RetryLoop {
 }
 
 /**
- * A conversation's turns, newest first (at most `limit`, 1–200), with headers read again
- * for each attempt. Rejects with a failure retrying cannot fix, or `retry_exhausted`.
+ * A conversation's turns, newest first (at most 200), with headers read again for each
+ * attempt. Rejects with a failure retrying cannot fix, or `retry_exhausted`.
  */
 export async function listTurns(
   context: Omit<JsonRequest, 'headers'> & { headers: () => Promise<Record<string, string>> },
   conversationId: string,
   retry: RetryLoop,
-  limit = 200,
 ): Promise<TurnObject[]> {
   const backoff = createBackoff(retry.policy, retry.clock);
   for (;;) {
@@ -35,7 +34,7 @@ export async function listTurns(
     const answer = await requestJson(
       { ...context, headers: await context.headers() },
       'GET',
-      `/conversations/${conversationId}/turns?limit=${limit}`,
+      `/conversations/${conversationId}/turns?limit=200`,
       listAnswerSchema,
       4 * 1024 * 1024,
       'list',
