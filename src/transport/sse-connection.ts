@@ -47,11 +47,10 @@ export function limitBody(response: Response, limits: StreamLimits): Response {
         if (nextCR < start) nextCR = chunk.indexOf(13, start) >>> 0;
         const end = Math.min(nextLF, nextCR, length);
         line += end - start;
-        if (end < length) {
-          cr = chunk[end] === 13;
-          // A blank line ends the block.
-          block = line ? block + line + 1 : 0;
-        }
+        // Past the chunk's end this reads undefined: no CR.
+        cr = chunk[end] === 13;
+        // A blank line ends the block.
+        if (end < length) block = line ? block + line + 1 : 0;
         if (line > limits.maxLineBytes || block + (end < length ? 0 : line) > limits.maxEventBytes) {
           // The readable side has no buffer: a chunk is only transformed for a pending read, which this fills before the error.
           controller.enqueue(chunk.subarray(0, start));

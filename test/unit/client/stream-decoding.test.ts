@@ -104,6 +104,13 @@ describe('capped stream body', () => {
     expect(await readCapped([chunk], 10, 1000)).toEqual({ code: 'line_too_long', passed: 'data: 1\n\nid: 2\n' });
   });
 
+  it('pairs an LF with a CR only right after it, across chunks', async () => {
+    // "a" ends with a CR; "bcd" with an LF that opens the next chunk; then a blank line. Blocks: 6 and 4 bytes.
+    const chunks = ['a\rbcd', '\n\nxyz\n\n'].map((text) => new TextEncoder().encode(text));
+    expect(await readCapped(chunks, 100, 6)).toEqual({ passed: 'a\rbcd\n\nxyz\n\n' });
+    expect((await readCapped(chunks, 100, 5)).code).toBe('event_too_large');
+  });
+
   it('leaves answers other than 200 alone', () => {
     const response = new Response(null, { status: 204 });
     expect(limitBody(response, { maxLineBytes: 1, maxEventBytes: 1 })).toBe(response);
