@@ -1,48 +1,26 @@
 /**
- * Follows one turn: the reconnect loop, the stall watchdogs, replay, integrity check,
- * and the external store the UI reads. One instance per turn id per client.
+ * Follows one turn: one main loop (a stream attempt, a replay page or a wait at a time),
+ * the stall watchdog, the integrity check at `turn.end`, and the external store the UI
+ * reads. One instance per turn id per client.
  *
- * Every event, whatever path brought it (stream, replay, a replay racing the stream,
- * storage), goes through {@link TurnFollower.ingest} and the pure reducer, so each seq is
- * applied exactly once and in order. Only one network operation of the main loop runs
- * at a time: a stream attempt, a replay page or a wait.
+ * Every event, whatever brought it (stream, replay, a replay racing the stream, storage),
+ * goes through `take` and the pure reducer, so each seq is applied exactly once, in order.
  */
-import { createBackoff, type Backoff, type RetryPolicy } from './core/backoff.js';
-import { sha256HexSync } from './core/sha256.js';
-import { createBatcher, createEmitter, type Batcher } from './core/subscribable.js';
-import {
-  applyEvent,
-  applyNext,
-  classifyEvent,
-  foldedTurnState,
-  initialTurnState,
-  skipEvent,
-  turnText,
-  type ReducerLimits,
-  type TurnState,
-} from './core/turn-reducer.js';
-import {
-  asLifelineError,
-  CancelledError,
-  errorFromJson,
-  ProtocolError,
-  TransportError,
-  type LifelineError,
-  type LifelineErrorCode,
-} from './errors.js';
-import type { DecodeResult } from './protocol/decode.js';
+import { fetchEventSource } from '@microsoft/fetch-event-source';
+import { createBackoff, type RetryPolicy } from './core/backoff.js';
+import { createBatcher, createEmitter } from './core/subscribable.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, type ReducerLimits } from './core/turn-reducer.js';
+import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
+import { decodeEvent, decodeEventValue, type DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
-import type { TurnEvent } from './protocol/schemas.js';
+import { cancelAnswerSchema, replayAnswerSchema, type TurnEvent } from './protocol/schemas.js';
 import type { Persistence, TurnMeta } from './storage/persistence.js';
 import type { LoadedTurn, TurnStatus } from './storage/store.js';
-import { decodeStreamEvent } from './transport/event-decoder.js';
-import { endpoint, type Failure } from './transport/http.js';
+import { isEndedStatus } from './storage/records.js';
+import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure, type FailureDisposition } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
-import { fetchReplayPage } from './transport/replay.js';
-import { cancelTurn } from './transport/requests.js';
-import { runSseAttempt, type SseOutcome, type StreamLimits } from './transport/sse-connection.js';
-import type { RelayBatch, TabShare } from './transport/tab-share.js';
-import type { ConnectionInfo, Diagnostic, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
+import { limitBody, type StreamLimits } from './transport/sse-connection.js';
+import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
 
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
@@ -58,9 +36,9 @@ export interface FollowerDeps {
   streamLimits: StreamLimits;
   /** Events per replay page. */
   replayLimit: number;
-  /** Largest replay answer read at once, bytes. */
+  /** Largest replay answer read at once, bytes (past it the page is asked again, halved). */
   replayMaxBytes: number;
-  /** Consecutive failed stream attempts after which the turn is replayed. */
+  /** Failed stream attempts in a row after which the turn is replayed. */
   replayAfterFailures: number;
   now: () => number;
   random: () => number;
@@ -71,1113 +49,670 @@ export interface FollowerDeps {
   schedule: (callback: () => void) => void;
   /** Called (batched) after the snapshot changed. */
   onChange: () => void;
-  /** Tabs of the namespace share one stream per turn; absent: this tab streams alone. */
-  share?: TabShare;
 }
 
 /** Where a turn came from, known before its events say it. */
 export interface TurnOrigin {
-  conversationId?: string;
-  messageId?: string;
-  operationId?: string;
+  conversationId?: string | undefined;
+  messageId?: string | undefined;
+  operationId?: string | undefined;
 }
 
-/** `relay`: a stream message another tab received and passed on. */
-type Source = 'stream' | 'replay' | 'alongside' | 'relay';
-
-interface ReplayRequest {
-  reason: 'stall' | 'gap' | 'ended' | 'closed' | 'failing' | 'integrity' | 'rebuild' | 'adopt';
-}
-
-const FOLD_CODES: ReadonlySet<LifelineErrorCode> = new Set(['turn_not_found', 'turn_expired']);
-
-/** A turn being followed (the `Turn` handle the app holds). */
-export class TurnFollower implements Turn {
-  readonly id: string;
-  readonly completed: Promise<TurnSnapshot>;
-  #resolveCompleted!: (snapshot: TurnSnapshot) => void;
-
-  readonly #deps: FollowerDeps;
-  #state: TurnState;
-  #status: TurnStatus = 'pending';
-  #error: LifelineError | undefined;
-  #connection: ConnectionInfo = Object.freeze({ state: 'idle', attempt: 0 });
-  #recovered: RecoveryInfo | undefined;
-  #stall: StallInfo | undefined;
-  #snapshot: TurnSnapshot | undefined;
-  readonly #listeners = createEmitter<void>();
-  readonly #batcher: Batcher;
-  readonly #iterators = new Set<EventQueue>();
-  #origin: TurnOrigin = {};
-  #createdAt: number;
-
-  /** The main loop is running. */
-  #running = false;
-  /** The app has not closed this handle (turns restored or adopted are wanted too). */
-  #wanted = true;
-  /** Resolved when the current replay phase is over. */
-  #replayWaiters: (() => void)[] = [];
-  /** Not following (before start, after close or dispose). */
-  #following = false;
-  #disposed = false;
-  /** Ended (and verified) or failed: nothing changes any more. */
-  #done = false;
-  /** Failed without folding: a later recover may follow it again. */
-  #revivable = false;
-  #abort: AbortController | undefined;
-  #wake: (() => void) | undefined;
-  #replayRequest: ReplayRequest | undefined;
-  #inReplay = false;
-  #alongside: AbortController | undefined;
-  #rebuilt = false;
-  /** A stream message was invalid: the attempt was aborted for this. */
-  #streamFailure: Failure | undefined;
-
-  readonly #streamBackoff: Backoff;
-  #cleanCloses = 0;
-  #streamFailures = 0;
-  #authRetried = false;
-  #serverRetryMs: number | undefined;
-  /** The last stream attempt ended by a cut (not by our own abort): the next open is a resume. */
-  #cut = false;
-  #appliedOnConnection = 0;
-  /** Counting the burst a resumed connection delivers at once (its backlog). */
-  #resumeBurst: { at: number; events: number } | undefined;
-
-  #watchdog: ReturnType<typeof setTimeout> | undefined;
-  #watching: 'stream' | 'replay' | undefined;
-  #lastHeard = 0;
-  #heardAny = false;
-  #timedOut = false;
-
-  /** Joined the tabs' share of this turn: stops waiting for the lock and listening when aborted. */
-  #shareCancel: AbortController | undefined;
-  #unlisten: (() => void) | undefined;
-  /** This tab holds the turn's lock: the only tab with a stream. */
-  #leading = false;
-  /** The `watcher` diagnostic was emitted since joining. */
-  #watcherSaid = false;
-  /** The main loop waits on relayed messages (a granted lock wakes it). */
-  #watchingRelay = false;
-  /** Accepted stream messages not yet passed on to the other tabs. */
-  #outgoing: [string, string][] | undefined;
-
-  constructor(id: string, deps: FollowerDeps) {
-    this.id = id;
-    this.#deps = deps;
-    this.#state = initialTurnState(id);
-    this.#createdAt = deps.now();
-    this.#streamBackoff = createBackoff(deps.retry, { random: deps.random, now: deps.now });
-    this.#batcher = createBatcher(() => {
-      this.#listeners.emit();
-      deps.onChange();
-    }, deps.schedule);
-    this.completed = new Promise((resolve) => (this.#resolveCompleted = resolve));
-    deps.persistence.track(id, () => this.#meta());
-  }
-
-  // ------------------------------------------------------------------ external store
-
-  /** The current snapshot; the same object until something changes. */
-  readonly getSnapshot = (): TurnSnapshot => {
-    if (this.#snapshot !== undefined) return this.#snapshot;
-    const state = this.#state;
-    const conversationId = state.conversationId ?? this.#origin.conversationId;
-    const messageId = state.messageId ?? this.#origin.messageId;
-    const endError = state.end?.error;
-    const snapshot: TurnSnapshot = {
-      id: this.id,
-      status: this.#status,
-      text: turnText(state),
-      actions: state.actions,
-      lastSeq: state.lastSeq,
-      connection: this.#connection,
-      ...(conversationId === undefined ? {} : { conversationId }),
-      ...(messageId === undefined ? {} : { messageId }),
-      ...(this.#error === undefined ? {} : { error: this.#error }),
-      ...(endError === undefined ? {} : { endError }),
-      ...(this.#recovered === undefined ? {} : { recovered: this.#recovered }),
-      ...(this.#stall === undefined ? {} : { stall: this.#stall }),
-    };
-    this.#snapshot = Object.freeze(snapshot);
-    return this.#snapshot;
-  };
-
-  /** Calls `listener` (batched) after changes; returns unsubscribe. */
-  readonly subscribe = (listener: () => void): (() => void) => this.#listeners.subscribe(listener);
-
-  /** Events applied from now on, until the turn ends or is closed. */
-  [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
-    const queue = new EventQueue(() => this.#iterators.delete(queue));
-    if (this.#done || this.#disposed) queue.end();
-    else this.#iterators.add(queue);
-    return queue;
-  }
-
-  /** Asks the server to cancel the turn; the end arrives as `turn.end` status `cancelled`. */
-  async cancel(): Promise<void> {
-    if (this.#disposed) throw new CancelledError('disposed', 'The client was disposed.');
-    const headers = await this.#deps.headers();
-    await cancelTurn({ baseUrl: this.#deps.baseUrl, fetch: this.#deps.fetch, headers, now: this.#deps.now }, this.id);
-  }
-
-  /** Stops following (storage keeps what arrived); `client.turn(id)` follows again. */
-  close(): void {
-    this.#wanted = false;
-    this.#releaseReplayWaiters();
-    if (!this.#following) return;
-    this.#following = false;
-    this.#stopNetwork();
-    for (const queue of this.#iterators) queue.end();
-    this.#iterators.clear();
-    if (!this.#done) this.#setConnection({ state: 'idle', attempt: this.#streamBackoff.attempt });
-  }
-
-  // ------------------------------------------------------------------ client side
-
+/** A followed turn: the `Turn` handle the app holds, plus what the client calls on it. */
+export interface TurnFollower extends Turn {
   /** True once ended or failed. */
-  get done(): boolean {
-    return this.#done;
-  }
-
+  readonly done: boolean;
   /** Failed for a reason that may pass (auth, network): {@link revive} may follow it again. */
-  get revivable(): boolean {
-    return this.#done && this.#revivable;
-  }
-
-  get lastSeq(): number {
-    return this.#state.lastSeq;
-  }
-
+  readonly revivable: boolean;
+  readonly lastSeq: number;
   /** Epoch ms the client first knew the turn (stored, or when followed). */
-  get createdAt(): number {
-    return this.#createdAt;
-  }
-
-  get conversationId(): string | undefined {
-    return this.#state.conversationId ?? this.#origin.conversationId;
-  }
-
+  readonly createdAt: number;
   /** Records what is known before the events (acceptance); writes the row at once. */
-  setOrigin(origin: TurnOrigin): void {
-    this.#origin = { ...this.#origin, ...origin };
-    this.#changed();
-    this.#deps.persistence.saveTurn(this.id);
-  }
-
+  setOrigin(origin: TurnOrigin): void;
   /** Restores what storage holds (before any network). */
-  restore(loaded: LoadedTurn): void {
-    const { record, events } = loaded;
-    this.#origin = {
-      conversationId: record.conversationId,
-      ...(record.messageId === undefined ? {} : { messageId: record.messageId }),
-      ...(record.operationId === undefined ? {} : { operationId: record.operationId }),
-    };
-    this.#createdAt = record.createdAt;
-    if (record.text !== undefined) {
-      // A folded turn: ended, its events are gone.
-      this.#state = foldedTurnState(this.id, {
-        lastSeq: record.lastSeq,
-        text: record.text,
-        actions: record.actions ?? [],
-        conversationId: record.conversationId,
-        ...(record.messageId === undefined ? {} : { messageId: record.messageId }),
-      });
-      this.#status = record.status;
-      if (record.error !== undefined) this.#error = errorFromJson(record.error);
-      this.#done = true;
-      this.#changed();
-      this.#resolveCompleted(this.getSnapshot());
-      return;
-    }
-    let state = this.#state;
-    for (const event of events) state = applyEvent(state, event, this.#deps.reducerLimits);
-    this.#state = state;
-    this.#heardAny = state.lastSeq > 0;
-    this.#status = this.#liveStatus();
-    // A row without events (accepted, nothing arrived yet) restores where it came from, not text.
-    if (state.lastSeq > 0) {
-      this.#recovered = { path: 'reload', events: state.lastSeq, at: this.#deps.now() };
-      this.#emit({ type: 'recovered', turnId: this.id, path: 'reload', events: state.lastSeq });
-    }
-    this.#changed();
-  }
-
+  restore(loaded: LoadedTurn): void;
   /**
    * Starts (or resumes) following, unless the app closed the handle. `replayFirst` asks
    * the log before streaming (adopted turns); the promise then resolves once that replay
    * is over (or the turn settled), else at once.
    */
-  start(replayFirst = false): Promise<void> {
-    if (this.#disposed || !this.#wanted) return Promise.resolve();
-    this.#following = true;
-    if (this.#done) return Promise.resolve();
-    if (replayFirst) this.#replayRequest ??= { reason: 'adopt' };
-    const replayed = replayFirst ? new Promise<void>((resolve) => this.#replayWaiters.push(resolve)) : Promise.resolve();
-    void this.#run();
-    return replayed;
-  }
-
+  start(replayFirst?: boolean): Promise<void>;
   /** The app asked for the turn again after closing it. */
-  reopen(): void {
-    this.#wanted = true;
-    if (!this.#following) void this.start();
-  }
-
-  /** A turn that failed for a reason that may pass (auth, network) is followed again, through replay. */
-  revive(): Promise<void> {
-    if (!this.revivable || this.#disposed) return Promise.resolve();
-    this.#done = false;
-    this.#revivable = false;
-    this.#error = undefined;
-    this.#authRetried = false;
-    this.#status = this.#liveStatus();
-    this.#changed();
-    return this.start(true);
-  }
-
+  reopen(): void;
+  /** A turn that failed for a reason that may pass is followed again, through replay. */
+  revive(): Promise<void>;
   /**
-   * Replays the log next to whatever the main loop does (recovery at start, `recover()`):
-   * both paths merge by seq. No-op while the main loop is replaying itself. A failure
-   * worth retrying hands the replay to the main loop; resolves once that is over.
+   * Replays the log next to whatever the main loop does (`recover()`): both paths merge
+   * by seq. No-op while the main loop replays itself. A failure hands the replay to the
+   * main loop (backoff, Retry-After, a visible give-up); resolves once that is over.
    */
-  async replayAlongside(): Promise<void> {
-    if (this.#done || !this.#following || this.#inReplay || this.#alongside !== undefined) return;
-    const controller = new AbortController();
-    this.#alongside = controller;
-    let applied = 0;
-    let retry = false;
-    try {
-      for (;;) {
-        const headers = await this.#deps.headers();
-        if (controller.signal.aborted || this.#done) return;
-        const page = await this.#fetchPage(headers, controller.signal);
-        if (controller.signal.aborted || this.#done) return;
-        if (!page.ok) {
-          // Network, 5xx, 429: the main loop's replay retries it (backoff, Retry-After, a visible give-up).
-          retry = page.failure.disposition === 'retry';
-          if (retry) break;
-          this.#emit({ type: 'failed', scope: 'replay', id: this.id, error: page.failure.error });
-          return;
-        }
-        for (const decoded of page.events) {
-          const before = this.#state.lastSeq;
-          if (!this.#ingestDecoded(decoded, 'alongside')) return;
-          if (this.#state.lastSeq > before) applied += 1;
-        }
-        if (!page.hasMore || page.events.length === 0 || this.#ended) break;
-      }
-      if (applied > 0) this.#markRecovered('replay', applied);
-    } catch (error) {
-      if (!controller.signal.aborted) this.#emit({ type: 'failed', scope: 'replay', id: this.id, error: asLifelineError(error) });
-    } finally {
-      if (this.#alongside === controller) this.#alongside = undefined;
+  replayAlongside(): Promise<void>;
+  /** The browser went online or offline: online retries at once. */
+  onNetwork(online: boolean): void;
+  /** Ends every connection and timer for good (the client refuses any later use). */
+  dispose(): void;
+}
+
+/**
+ * `new TurnFollower(id, deps)`, as the client creates it. The state lives in the closures
+ * of {@link follow} (they minify far smaller than `#private` fields).
+ */
+export class TurnFollower {
+  constructor(id: string, deps: FollowerDeps) {
+    return follow(id, deps);
+  }
+}
+
+/** The fields of a turn's diagnostic of type `T` besides `type`, `at` and `turnId`. */
+type Fields<T extends DiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, 'type' | 'at' | 'turnId'>;
+
+/** Thrown out of fetch-event-source's callbacks to end an attempt without its own retry. */
+const STOP = 0;
+const RESOLVED = Promise.resolve();
+
+/** A failure the loop handles: retried (the default), or `fatal` and the like. */
+const failure = (error: LifelineError, disposition: FailureDisposition = 'retry'): Failure => ({ error, disposition });
+
+/** `value` frozen, without its undefined members (optional fields are absent, never undefined). */
+function frozen<T>(value: { [K in keyof T]: T[K] | undefined }): T {
+  for (const key in value) if (value[key] === undefined) delete value[key];
+  return Object.freeze(value) as T;
+}
+
+/** Creates the follower of turn `id`; nothing runs before `start`. */
+function follow(id: string, deps: FollowerDeps): TurnFollower {
+  const { now, persistence } = deps;
+  /** Ids match the protocol's id pattern: they need no escaping. */
+  const path = '/turns/' + id;
+  const listeners = createEmitter<void>();
+  const batcher = createBatcher(() => {
+    listeners.emit();
+    deps.onChange();
+  }, deps.schedule);
+  /** Each feeds one `for await`; called without an event when it ends. */
+  const queues = new Set<(event?: TurnEvent) => void>();
+  /** One backoff for stream and replay retries, reset by every applied event (progress). */
+  const backoff = createBackoff(deps.retry, deps);
+  let resolveCompleted!: (snapshot: TurnSnapshot) => void;
+  const completed = new Promise<TurnSnapshot>((resolve) => (resolveCompleted = resolve));
+
+  let state = initialTurnState(id);
+  let status: TurnStatus = 'pending';
+  let error: LifelineError | undefined;
+  let connection: ConnectionInfo = Object.freeze({ state: 'idle', attempt: 0 });
+  let recovered: RecoveryInfo | undefined;
+  let stall: StallInfo | undefined;
+  let snapshot: TurnSnapshot | undefined;
+  let origin: TurnOrigin = {};
+  let createdAt = now();
+
+  let running = false;
+  /** The app has not closed the handle (turns restored or adopted are wanted too). */
+  let wanted = true;
+  /** Between start and close. */
+  let following = false;
+  /** Ended (and verified) or failed: nothing changes any more. */
+  let done = false;
+  let revivable = false;
+  /** The integrity check already rebuilt the turn once. */
+  let rebuilt = false;
+  /** The main loop replays (stall, gap, 204, repeated failures or closes, rebuild, adoption) instead of streaming. */
+  let replay = false;
+  /** Events the replay under way (the main loop's or alongside) applied. */
+  let replayed = 0;
+  /** The main loop's request in flight. */
+  let abort: AbortController | undefined;
+  let alongside: AbortController | undefined;
+  /** Ends the main loop's current wait. */
+  let wake: (() => void) | undefined;
+  /** Resolved when the main loop's replay is over or the turn settled. */
+  const waiters: (() => void)[] = [];
+  /** Stream attempts in a row that applied nothing. */
+  let misses = 0;
+  let authRetried = false;
+  /** A stream attempt ended by a cut: the next connection's first burst is what `resume` recovered. */
+  let cut = false;
+  /** Events the current stream connection applied. */
+  let applied = 0;
+  let watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** When the request in flight last heard anything (an event or a heartbeat). */
+  let heard = 0;
+
+  const changed = (): void => {
+    snapshot = undefined;
+    batcher.request();
+  };
+  const setStatus = (next: TurnStatus): void => {
+    if (status !== next) {
+      status = next;
+      changed();
     }
-    if (retry && this.#active) {
-      const over = new Promise<void>((resolve) => this.#replayWaiters.push(resolve));
-      this.#requestReplay({ reason: 'failing' });
-      await over;
-    }
-  }
-
-  /** The browser went online or offline. */
-  onNetwork(online: boolean): void {
-    if (online) this.#wakeUp();
-  }
-
-  /** Ends every connection and timer for good. */
-  dispose(): void {
-    this.close();
-    this.#disposed = true;
-    this.#batcher.cancel();
-  }
-
-  // ------------------------------------------------------------------ main loop
-
-  /** The applied log holds turn.end (a getter, so TypeScript does not narrow it across awaits). */
-  get #ended(): boolean {
-    return this.#state.phase === 'ended';
-  }
-
-  get #active(): boolean {
-    return this.#following && !this.#done && !this.#disposed;
-  }
-
-  async #run(): Promise<void> {
-    if (this.#running) return;
-    this.#running = true;
-    try {
-      while (this.#active) {
-        if (this.#ended) await this.#settle();
-        else if (this.#replayRequest !== undefined) await this.#replayPhase();
-        else if (!this.#deps.network.online()) await this.#waitOnline();
-        else if (this.#deps.share !== undefined && !this.#leading) await this.#watchRelay(this.#deps.share);
-        else {
-          this.#watch('stream');
-          await this.#afterAttempt(await this.#streamAttempt());
-        }
-      }
-    } catch (error) {
-      // A bug, not a network condition: fail visibly rather than spin.
-      this.#fail(asLifelineError(error), 'stream', false);
-    } finally {
-      this.#running = false;
-      this.#unwatch();
-    }
-  }
-
-  async #streamAttempt(): Promise<SseOutcome> {
-    const controller = new AbortController();
-    this.#abort = controller;
-    this.#streamFailure = undefined;
-    let headers: Record<string, string>;
-    try {
-      headers = await this.#deps.headers();
-    } catch (cause) {
-      return { kind: 'failed', failure: { error: new TransportError('network_error', 'The headers function failed.', { cause }), disposition: 'retry' } };
-    }
-    if (controller.signal.aborted || this.#ended) return { kind: 'aborted' };
-    const lastEventId = this.#state.lastSeq;
-    const request = withoutHeaders(headers, ['accept', 'last-event-id']);
-    request['accept'] = 'text/event-stream';
-    // Our own cursor: the last seq applied here, never an id the wire sent.
-    if (lastEventId > 0) request['last-event-id'] = String(lastEventId);
-    const attempt = this.#streamBackoff.attempt;
-    this.#appliedOnConnection = 0;
-    this.#emit({ type: 'connect', turnId: this.id, attempt, lastEventId });
-    this.#setConnection({ state: 'connecting', attempt });
-    const outcome = await runSseAttempt({
-      url: endpoint(this.#deps.baseUrl, `/turns/${encodeURIComponent(this.id)}/events`),
-      headers: request,
-      fetch: this.#deps.fetch,
-      signal: controller.signal,
-      limits: this.#deps.streamLimits,
-      now: this.#deps.now,
-      onOpen: () => this.#onOpen(lastEventId),
-      onMessage: (type, data) => this.#onStreamMessage(type, data, controller),
-      onRetry: (ms) => {
-        this.#serverRetryMs = ms;
-      },
-    });
-    if (this.#abort === controller) this.#abort = undefined;
-    if (this.#streamFailure !== undefined) return { kind: 'failed', failure: this.#streamFailure };
-    return outcome;
-  }
-
-  #onOpen(lastEventId: number): void {
-    const resumed = this.#cut && lastEventId > 0;
-    this.#cut = false;
-    this.#authRetried = false;
-    this.#emit({ type: 'open', turnId: this.id, status: 200 });
-    if (lastEventId > 0) this.#emit({ type: 'resumed', turnId: this.id, fromSeq: lastEventId });
-    this.#resumeBurst = resumed ? { at: this.#deps.now(), events: 0 } : undefined;
-    this.#setConnection({ state: 'open', attempt: this.#streamBackoff.attempt });
-    if (this.#status === 'reconnecting') this.#setStatus(this.#liveStatus());
-  }
-
-  /** Hot path: one SSE message. */
-  #onStreamMessage(type: string, data: string, controller: AbortController): void {
-    this.#lastHeard = this.#deps.now();
-    this.#heardAny = true;
-    if (type === 'heartbeat') {
-      // Passed on too: the other tabs' stall watchdogs hear that the stream is alive.
-      this.#relay(type, data);
-      return;
-    }
-    const decoded = decodeStreamEvent(data, this.id, this.#deps.maxEventSize);
-    if (decoded.kind === 'error') {
-      // The stream is not trustworthy any more: drop it and come back through backoff.
-      this.#streamFailure = { error: decoded.error, disposition: 'retry' };
-      controller.abort();
-      return;
-    }
-    this.#relay(type, data);
-    this.#ingestDecoded(decoded, 'stream');
-  }
-
-  // ------------------------------------------------------------------ sharing the stream between tabs
-
-  /**
-   * Waits in the lock queue while applying what the leading tab relays, under the
-   * ordinary stall watchdog: silence past it replays from the server, as for a stream.
-   */
-  async #watchRelay(share: TabShare): Promise<void> {
-    this.#joinShare(share);
-    if (this.#leading) return;
-    share.watch(this.id);
-    this.#watch('stream');
-    this.#watchingRelay = true;
-    try {
-      await this.#sleep(Number.POSITIVE_INFINITY);
-    } finally {
-      this.#watchingRelay = false;
-    }
-  }
-
-  #joinShare(share: TabShare): void {
-    if (this.#shareCancel !== undefined) return;
-    const cancel = new AbortController();
-    this.#shareCancel = cancel;
-    this.#watcherSaid = false;
-    this.#unlisten = share.listen(this.id, (batch) => this.#onRelay(batch));
-    const released = new Promise<void>((resolve) => cancel.signal.addEventListener('abort', () => resolve(), { once: true }));
-    share
-      .leadership(this.id)
-      .hold(async () => {
-        // Granted just as this tab stopped following: hand it on at once.
-        if (cancel.signal.aborted) return;
-        this.#leading = true;
-        share.hello(this.id);
-        this.#emit({ type: 'shared', turnId: this.id, role: 'leader' });
-        if (this.#watchingRelay) this.#wakeUp();
-        await released;
-      }, cancel.signal)
-      .catch((error: unknown) => {
-        // Only work can reject, and work only waits: a bug, shown rather than swallowed.
-        this.#emit({ type: 'failed', scope: 'stream', id: this.id, error: asLifelineError(error) });
-      });
-  }
-
-  #leaveShare(): void {
-    this.#shareCancel?.abort();
-    this.#shareCancel = undefined;
-    this.#unlisten?.();
-    this.#unlisten = undefined;
-    this.#leading = false;
-  }
-
-  /** Passes an accepted stream message on to the other tabs, one batch per task. */
-  #relay(type: string, data: string): void {
-    const share = this.#deps.share;
-    // Nobody watching: no clone of every event for an empty channel. A watcher that
-    // arrives later learns from the next batch's lastSeq that it is behind, and replays.
-    if (share === undefined || !share.isWatched(this.id)) return;
-    if (this.#outgoing === undefined) {
-      const batch: [string, string][] = [];
-      this.#outgoing = batch;
-      // Posted once the batch was applied here, with the cursor it led to.
-      queueMicrotask(() => {
-        if (this.#outgoing === batch) this.#outgoing = undefined;
-        share.publish({ turnId: this.id, lastSeq: this.#state.lastSeq, messages: batch });
-      });
-    }
-    this.#outgoing.push([type, data]);
-  }
-
-  /** Messages the leading tab accepted: applied here exactly like this tab's own stream. */
-  #onRelay({ messages, lastSeq }: RelayBatch): void {
-    // A late batch of a previous leader: this tab's own stream is the one to trust now.
-    if (this.#leading || !this.#active) return;
-    if (!this.#watcherSaid) {
-      this.#watcherSaid = true;
-      this.#emit({ type: 'shared', turnId: this.id, role: 'watcher' });
-    }
-    this.#lastHeard = this.#deps.now();
-    this.#heardAny = true;
-    for (const [type, data] of messages) {
-      if (type === 'heartbeat') continue;
-      if (!this.#ingestDecoded(decodeStreamEvent(data, this.id, this.#deps.maxEventSize), 'relay')) return;
-    }
-    // Behind the leader (joined late, or it applied events by replay): heartbeats alone would hide it.
-    if (lastSeq > this.#state.lastSeq && !this.#ended && !this.#inReplay && this.#replayRequest === undefined) {
-      this.#emit({ type: 'gap', turnId: this.id, expected: this.#state.lastSeq + 1, got: lastSeq });
-      this.#requestReplay({ reason: 'gap' });
-    }
-  }
-
-  async #afterAttempt(outcome: SseOutcome): Promise<void> {
-    const healthy = this.#appliedOnConnection > 0;
-    this.#resumeBurst = undefined;
-    if (outcome.kind === 'closed' || outcome.kind === 'failed') this.#cut = true;
-    if (!this.#active || this.#ended) return;
-    if (healthy) this.#streamFailures = 0;
-    switch (outcome.kind) {
-      case 'aborted':
-        return;
-      case 'no-content':
-        // 204: the turn ended and the server has nothing after our cursor for the stream.
-        this.#requestReplay({ reason: 'ended' });
-        return;
-      case 'closed': {
-        const cause = new TransportError('network_error', 'The stream closed before turn.end.');
-        this.#emit({ type: 'disconnect', turnId: this.id, cause });
-        this.#cleanCloses = healthy ? 0 : this.#cleanCloses + 1;
-        if (this.#cleanCloses > 1) {
-          this.#cleanCloses = 0;
-          this.#requestReplay({ reason: 'closed' });
-          return;
-        }
-        await this.#backoffWait(cause, healthy);
-        return;
-      }
-      case 'failed': {
-        const { error, disposition, retryAfterMs } = outcome.failure;
-        if (error.kind === 'protocol') this.#emit({ type: 'protocol-error', turnId: this.id, error });
-        this.#emit({ type: 'disconnect', turnId: this.id, cause: error });
-        switch (disposition) {
-          case 'retry':
-            if (!healthy) this.#streamFailures += 1;
-            if (this.#streamFailures >= this.#deps.replayAfterFailures) {
-              // The stream keeps failing: ask the log, which may answer through another path.
-              this.#streamFailures = 0;
-              this.#requestReplay({ reason: 'failing' });
-              return;
-            }
-            await this.#backoffWait(error, healthy, retryAfterMs);
-            return;
-          case 'auth':
-            // 401/403: the next attempt re-reads the headers (a refreshed token); a second one is final.
-            if (this.#authRetried) this.#fail(error, 'stream', false);
-            else {
-              this.#authRetried = true;
-              this.#emit({ type: 'auth-refresh', turnId: this.id });
-            }
-            return;
-          case 'rebuild':
-            this.#startRebuild();
-            return;
-          case 'fatal':
-            this.#fail(error, 'stream', FOLD_CODES.has(error.code));
-            return;
-        }
-      }
-    }
-  }
-
-  async #backoffWait(cause: LifelineError, afterHealthy: boolean, retryAfterMs?: number): Promise<void> {
-    const delay = this.#streamBackoff.next({
-      afterHealthy,
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      ...(this.#serverRetryMs === undefined ? {} : { baseDelayMs: this.#serverRetryMs }),
-    });
-    const attempt = this.#streamBackoff.attempt;
-    if (delay === undefined) {
-      this.#fail(new TransportError('retry_exhausted', 'Reconnecting took longer than retry.maxElapsedMs.', { cause }), 'stream', false);
-      return;
-    }
-    if (this.#status !== 'stalled' && this.#status !== 'recovering') this.#setStatus('reconnecting');
-    await this.#retryIn('stream', attempt, delay, cause);
-  }
-
-  /** Says a retry is due in `delayMs` and waits for it (or a wake-up). */
-  async #retryIn(scope: 'stream' | 'replay', attempt: number, delayMs: number, cause: LifelineError): Promise<void> {
-    this.#emit({ type: 'retry', scope, id: this.id, attempt, delayMs, cause });
-    this.#setConnection({ state: 'waiting', attempt, nextRetryAt: this.#deps.now() + delayMs });
-    await this.#sleep(delayMs);
-  }
-
-  async #waitOnline(): Promise<void> {
-    this.#unwatch();
-    this.#setConnection({ state: 'offline', attempt: this.#streamBackoff.attempt });
-    // Woken by the `online` event (onNetwork), close or dispose.
-    while (this.#active && !this.#deps.network.online()) await this.#sleep(Number.POSITIVE_INFINITY);
-  }
-
-  // ------------------------------------------------------------------ replay
-
-  #requestReplay(request: ReplayRequest): void {
-    this.#replayRequest ??= request;
-    this.#abort?.abort();
-    this.#wakeUp();
-  }
-
-  async #replayPhase(): Promise<void> {
-    this.#replayRequest = undefined;
-    this.#inReplay = true;
-    this.#alongside?.abort();
-    this.#unwatch();
-    const fromSeq = this.#state.lastSeq;
-    if (this.#status !== 'stalled') this.#setStatus('recovering');
-    this.#setConnection({ state: 'idle', attempt: this.#streamBackoff.attempt });
-    this.#emit({ type: 'recovering', turnId: this.id, path: 'replay', fromSeq });
-    const backoff = createBackoff(this.#deps.retry, { random: this.#deps.random, now: this.#deps.now });
-    let authRetried = false;
-    let applied = 0;
-    try {
-      while (this.#active && !this.#ended) {
-        if (!this.#deps.network.online()) {
-          await this.#waitOnline();
-          continue;
-        }
-        const controller = new AbortController();
-        this.#abort = controller;
-        let failure: Failure;
-        try {
-          const headers = await this.#deps.headers();
-          this.#watch('replay');
-          const page = await this.#fetchPage(headers, controller.signal);
-          this.#unwatch();
-          if (!this.#active) return;
-          if (page.ok) {
-            backoff.reset();
-            if (this.#status === 'stalled') this.#setStatus('recovering');
-            for (const decoded of page.events) {
-              const before = this.#state.lastSeq;
-              if (!this.#ingestDecoded(decoded, 'replay')) return;
-              if (this.#state.lastSeq > before) applied += 1;
-              if (this.#ended) break;
-            }
-            if (this.#ended) break;
-            // The turn row is read after the events: it may already count events this page lacks.
-            const more = page.hasMore || page.turn.lastSeq > this.#state.lastSeq;
-            if (more && page.events.length > 0) continue;
-            if (more) {
-              failure = {
-                error: new ProtocolError('invalid_response', `The replay answer promised events after seq ${this.#state.lastSeq} but held none.`),
-                disposition: 'retry',
-              };
-            } else if (page.turn.status !== 'pending' && page.turn.status !== 'streaming') {
-              // The server says ended but its log holds no turn.end after our cursor: nothing will fix that.
-              this.#fail(new ProtocolError('seq_mismatch', `The turn is ${page.turn.status} but its log has no turn.end after seq ${this.#state.lastSeq}.`), 'replay', true);
-              return;
-            } else {
-              break;
-            }
-          } else {
-            failure = page.failure;
-          }
-        } catch (cause) {
-          failure = { error: new TransportError('network_error', 'The headers function failed.', { cause }), disposition: 'retry' };
-        } finally {
-          this.#unwatch();
-          if (this.#abort === controller) this.#abort = undefined;
-        }
-        if (this.#timedOut) {
-          this.#timedOut = false;
-          failure = { error: new TransportError('timeout', `The replay request was silent for ${this.#deps.idleMs} ms.`), disposition: 'retry' };
-        } else if (controller.signal.aborted) {
-          continue;
-        }
-        if (!this.#active) return;
-        switch (failure.disposition) {
-          case 'retry': {
-            const delay = backoff.next(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs });
-            if (delay === undefined) {
-              this.#fail(new TransportError('retry_exhausted', 'Replaying took longer than retry.maxElapsedMs.', { cause: failure.error }), 'replay', false);
-              return;
-            }
-            await this.#retryIn('replay', backoff.attempt, delay, failure.error);
-            continue;
-          }
-          case 'auth':
-            if (authRetried) {
-              this.#fail(failure.error, 'replay', false);
-              return;
-            }
-            authRetried = true;
-            this.#emit({ type: 'auth-refresh', turnId: this.id });
-            continue;
-          case 'rebuild':
-            this.#emit({ type: 'protocol-error', turnId: this.id, error: failure.error });
-            this.#resetState();
-            continue;
-          case 'fatal':
-            this.#fail(failure.error, 'replay', FOLD_CODES.has(failure.error.code));
-            return;
-        }
-      }
-      if (!this.#active) return;
-      this.#markRecovered('replay', applied);
-      this.#cut = false;
-      this.#streamFailures = 0;
-      this.#cleanCloses = 0;
-      if (!this.#ended) {
-        this.#setStatus(this.#liveStatus());
-        this.#setConnection({ state: 'idle', attempt: this.#streamBackoff.attempt });
-      }
-    } finally {
-      this.#inReplay = false;
-      // An ended turn is released once settled (verified), so `recover()` answers final snapshots.
-      if (!this.#ended) this.#releaseReplayWaiters();
-    }
-  }
-
-  #releaseReplayWaiters(): void {
-    for (const resolve of this.#replayWaiters.splice(0)) resolve();
-  }
-
-  #fetchPage(headers: Record<string, string>, signal: AbortSignal) {
-    return fetchReplayPage({
-      baseUrl: this.#deps.baseUrl,
-      fetch: this.#deps.fetch,
-      headers,
-      turnId: this.id,
-      after: this.#state.lastSeq,
-      limit: this.#deps.replayLimit,
-      signal,
-      maxBytes: this.#deps.replayMaxBytes,
-      now: this.#deps.now,
-    });
-  }
-
-  // ------------------------------------------------------------------ applying events
-
-  /** Applies or drops one decoded event; false when the path that brought it must stop. */
-  #ingestDecoded(decoded: DecodeResult, source: Source): boolean {
-    if (decoded.kind === 'event') return this.#ingest(decoded.event, source);
-    if (decoded.kind === 'unknown') {
-      this.#emit({ type: 'unknown-event', turnId: this.id, eventType: decoded.type });
-      // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
-      if (decoded.seq !== undefined && decoded.seq === this.#state.lastSeq + 1) {
-        this.#state = skipEvent(this.#state, decoded.seq);
-        this.#changed();
-      }
-      return true;
-    }
-    this.#emit({ type: 'protocol-error', turnId: this.id, error: decoded.error });
-    if (source === 'replay') this.#fail(decoded.error, 'replay', true);
-    return false;
-  }
-
-  #ingest(event: TurnEvent, source: Source): boolean {
-    const verdict = classifyEvent(this.#state, event, this.#deps.reducerLimits);
-    switch (verdict) {
-      case 'next':
-        this.#apply(event, source);
-        return true;
-      case 'duplicate':
-        this.#emit({ type: 'duplicate', turnId: this.id, seq: event.seq });
-        return true;
-      case 'after-end':
-        this.#emit({
-          type: 'protocol-error',
-          turnId: this.id,
-          error: new ProtocolError('seq_mismatch', `Event seq ${event.seq} arrived after turn.end (seq ${this.#state.lastSeq}).`),
-        });
-        return true;
-      case 'gap':
-        this.#emit({ type: 'gap', turnId: this.id, expected: this.#state.lastSeq + 1, got: event.seq });
-        if (source === 'stream') this.#requestReplay({ reason: 'gap' });
-        // A replay under way fills the gap anyway; interrupting it would only start it over.
-        else if (source === 'relay') {
-          if (!this.#inReplay) this.#requestReplay({ reason: 'gap' });
-        } else if (source === 'replay') {
-          this.#fail(new ProtocolError('seq_mismatch', `The replayed log skips from seq ${this.#state.lastSeq} to ${event.seq}.`), 'replay', true);
-        }
-        return false;
-      case 'foreign': {
-        const error = new ProtocolError('seq_mismatch', `An event of turn ${event.turnId} arrived on turn ${this.id}.`);
-        if (source === 'stream') {
-          // Reported with the attempt's end, like any protocol error of the stream.
-          this.#streamFailure = { error, disposition: 'retry' };
-          this.#abort?.abort();
-          return false;
-        }
-        this.#emit({ type: 'protocol-error', turnId: this.id, error });
-        if (source === 'replay') this.#fail(error, 'replay', true);
-        return false;
-      }
-      case 'too-large':
-        this.#fail(
-          new ProtocolError('turn_too_large', `The turn's text would pass ${this.#deps.reducerLimits.maxTextLength} code units.`),
-          source === 'stream' || source === 'relay' ? 'stream' : 'replay',
-          true,
-        );
-        return false;
-    }
-  }
-
-  /** Hot path: `event` was classified `next`. */
-  #apply(event: TurnEvent, source: Source): void {
-    this.#state = applyNext(this.#state, event);
-    this.#deps.persistence.append(this.id, event);
-    if (this.#iterators.size > 0) for (const queue of this.#iterators) queue.push(event);
-    this.#streamBackoff.reset();
-    this.#cleanCloses = 0;
-    this.#heardAny = true;
-    if (source === 'stream') {
-      this.#appliedOnConnection += 1;
-      if (this.#resumeBurst !== undefined) this.#countResumeBurst(this.#resumeBurst);
-      if (this.#status !== 'streaming') this.#setStatus('streaming');
-      if (this.#connection.attempt !== 0) this.#setConnection({ state: 'open', attempt: 0 });
-    } else if (source === 'relay' && this.#status !== 'streaming') this.#setStatus('streaming');
-    if (event.type === 'turn.end') {
-      // The loop settles it: verify, then complete.
-      this.#abort?.abort();
-      this.#wakeUp();
-    }
-    this.#changed();
-  }
-
-  /** Verifies the ended turn's text; completes it, or rebuilds once from a full replay. */
-  async #settle(): Promise<void> {
-    this.#unwatch();
-    this.#alongside?.abort();
-    const end = this.#state.end;
-    if (end === undefined) {
-      // Restored ended state without its end event cannot happen for unfolded turns.
-      this.#finish();
-      return;
-    }
-    const text = turnText(this.#state);
-    let matches = text.length === end.textLength;
-    if (matches) {
-      let digest: string;
-      try {
-        digest = await sha256Hex(text);
-      } catch {
-        // No Web Crypto outside secure contexts (plain HTTP on a LAN): the check still runs, in JavaScript.
-        digest = sha256HexSync(text);
-      }
-      matches = digest === end.textSha256;
-    }
-    if (!this.#active) return;
-    if (matches) {
-      this.#finish();
-      return;
-    }
-    this.#emit({ type: 'integrity-mismatch', turnId: this.id, expectedLength: end.textLength, actualLength: text.length });
-    if (this.#rebuilt) {
-      this.#fail(new ProtocolError('integrity_mismatch', 'The text still differs from turn.end after a full replay.'), 'replay', true);
-      return;
-    }
-    this.#startRebuild();
-  }
-
-  /** Throws the local copy away and replays the whole log (once per turn). */
-  #startRebuild(): void {
-    this.#rebuilt = true;
-    this.#resetState();
-    this.#requestReplay({ reason: 'rebuild' });
-  }
-
-  #resetState(): void {
-    this.#state = initialTurnState(this.id);
-    this.#deps.persistence.discard(this.id);
-    this.#changed();
-  }
-
-  #finish(): void {
-    const end = this.#state.end;
-    this.#done = true;
-    this.#stopNetwork();
-    const status = end?.status ?? this.#status;
-    this.#status = status;
-    this.#setConnection({ state: 'closed', attempt: 0 });
-    this.#fold(status);
-    if (end !== undefined) this.#emit({ type: 'completed', turnId: this.id, status: end.status });
-    this.#settled();
-  }
-
-  #fail(error: LifelineError, scope: 'stream' | 'replay', fold: boolean): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#revivable = !fold;
-    this.#error = error;
-    this.#status = 'failed';
-    this.#stopNetwork();
-    this.#setConnection({ state: 'closed', attempt: this.#streamBackoff.attempt });
-    this.#emit({ type: 'failed', scope, id: this.id, error });
-    if (fold) this.#fold('failed', error);
-    this.#settled();
-  }
-
-  /** Stores the ended turn as one row with its text (its events are dropped). */
-  #fold(status: TurnStatus, error?: LifelineError): void {
-    const state = this.#state;
-    void this.#deps.persistence.end(this.id, {
+  };
+  const live = (): TurnStatus => (state.phase === 'pending' ? 'pending' : 'streaming');
+  const ended = (): boolean => state.phase === 'ended';
+  const setConnection = (next: ConnectionState, nextRetryAt?: number): void => {
+    const attempt = backoff.attempt;
+    if (connection.state === next && connection.attempt === attempt && connection.nextRetryAt === nextRetryAt) return;
+    connection = frozen<ConnectionInfo>({ state: next, attempt, nextRetryAt });
+    changed();
+  };
+  /** Emits a diagnostic about this turn. */
+  const say = <T extends DiagnosticType>(type: T, fields?: Fields<T>): void => deps.emit({ type, at: now(), turnId: id, ...fields } as Diagnostic);
+  const release = (): void => {
+    for (const resolve of waiters.splice(0)) resolve();
+  };
+  const getSnapshot = (): TurnSnapshot =>
+    (snapshot ??= frozen<TurnSnapshot>({
+      id,
+      conversationId: state.conversationId ?? origin.conversationId,
+      messageId: state.messageId ?? origin.messageId,
       status,
       text: turnText(state),
       actions: state.actions,
       lastSeq: state.lastSeq,
-      ...(error === undefined ? {} : { error }),
-    });
+      error,
+      endError: state.end?.error,
+      connection,
+      recovered,
+      stall,
+    }));
+
+  // ------------------------------------------------------------------ the main loop
+
+  async function run(): Promise<void> {
+    if (running) return;
+    running = true;
+    try {
+      // fetch-event-source 2.0.1 calls `window` and `document` (FAULTS.md); without them its promise never settles.
+      if (typeof document === 'undefined') throw new LifelineError('invalid_argument', 'Following needs a browser.');
+      while (following && !done) {
+        if (ended()) await settle();
+        else if (!deps.network.online()) {
+          // Woken by the `online` event, close or dispose.
+          setConnection('offline');
+          await sleep();
+        } else {
+          // A headers function that throws (a failed token refresh) is retried like a network error.
+          await (replay ? replayStep() : stream()).catch((cause: unknown) => handle(networkFailure(cause)));
+        }
+      }
+    } catch (bug) {
+      // A bug, not a network condition: fail visibly rather than spin.
+      fail(asLifelineError(bug), 'stream');
+    } finally {
+      running = false;
+    }
   }
 
-  #settled(): void {
-    this.#releaseReplayWaiters();
-    this.#changed();
-    for (const queue of this.#iterators) queue.end();
-    this.#iterators.clear();
-    this.#resolveCompleted(this.getSnapshot());
+  /** One stream attempt: exactly one fetchEventSource call, its own retry disabled. */
+  async function stream(): Promise<void> {
+    const controller = (abort = new AbortController());
+    const { signal } = controller;
+    applied = 0;
+    // Headers compare case-insensitively: the app's own accept and last-event-id give way to ours.
+    const headers = new Headers(await deps.headers());
+    if (signal.aborted) return;
+    headers.set('accept', 'text/event-stream');
+    // Our own cursor: the last seq applied here, never an `id:` the wire sent.
+    const lastEventId = state.lastSeq;
+    if (lastEventId) headers.set('last-event-id', String(lastEventId));
+    else headers.delete('last-event-id');
+    const url = endpoint(deps.baseUrl, path + '/events');
+    let outcome = undefined as Failure | undefined;
+    let closed = false;
+    say('connect', { attempt: backoff.attempt, lastEventId });
+    setConnection('connecting');
+    arm();
+    await fetchEventSource(url, {
+      signal,
+      openWhenHidden: true,
+      // The library's header copy (with the wire's last-event-id) is never sent; the body is capped.
+      fetch: async (_, init) => limitBody(await deps.fetch(url, { ...init, headers }), deps.streamLimits),
+      onopen: async (response) => {
+        const code = response.status;
+        if (code === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
+          authRetried = false;
+          say('open', { status: code });
+          if (lastEventId) say('resumed', { fromSeq: lastEventId });
+          setConnection('open');
+          // No replay runs during a stream attempt: reconnecting (or pending) becomes what the log says.
+          setStatus(live());
+          return;
+        }
+        // 204: the turn ended and the stream has nothing after our cursor; the log has the rest.
+        if (code === 204) requestReplay();
+        else if (code === 200) outcome = failure(new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }));
+        else outcome = await failureFromResponse(response, now());
+        throw STOP;
+      },
+      onmessage: (message) => {
+        // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
+        if (signal.aborted) return;
+        heard = now();
+        // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
+        // message makes the stream untrustworthy: it is dropped and retried through backoff.
+        if (message.event !== 'heartbeat' && message.data && (outcome = take(decodeEvent(message.data, deps), true) || undefined)) throw STOP;
+      },
+      onclose: () => {
+        closed = true;
+        outcome = failure(new TransportError('network_error', 'Closed before turn.end.'));
+        throw STOP;
+      },
+      onerror: (cause) => {
+        outcome ||= cause instanceof ProtocolError ? failure(cause) : networkFailure(cause);
+        throw STOP;
+      },
+    }).catch(() => {});
+    clearTimeout(watchdog);
+    // Aborted by us (stall, gap, turn.end, replay, close): whoever aborted says what comes next.
+    if (signal.aborted || !outcome) return;
+    cut = true;
+    say('disconnect', { cause: outcome.error });
+    // Closed without turn.end more than once in a row, or failing again and again: ask the log.
+    await handle(outcome, closed ? 2 : deps.replayAfterFailures);
+  }
+
+  /** One replay page of the main loop; the replay ends once the log is exhausted or holds turn.end. */
+  async function replayStep(): Promise<void> {
+    const controller = (abort = new AbortController());
+    arm();
+    const result = await page(controller.signal).catch(networkFailure);
+    clearTimeout(watchdog);
+    if (typeof result !== 'boolean') {
+      if (!controller.signal.aborted) await handle(result);
+      return;
+    }
+    setStatus('recovering');
+    if (result) return;
+    if (replayed) markRecovered('replay', replayed);
+    replay = false;
+    // An ended turn is released once settled, so `recover()` answers final snapshots.
+    if (ended()) return;
+    setStatus(live());
+    setConnection('idle');
+    release();
   }
 
   /**
-   * A resumed connection first delivers what was logged while the client was away, in
-   * one burst (one network chunk, parsed in one task); that burst is what `resume`
-   * recovered. Events after it are just live.
+   * Fetches and applies one page of the log after the last applied seq; answers whether
+   * more pages follow, or the failure. A page too large to read is asked again, halved.
    */
-  #countResumeBurst(burst: { at: number; events: number }): void {
-    burst.events += 1;
-    if (burst.events > 1) return;
-    queueMicrotask(() => {
-      if (this.#resumeBurst === burst) this.#resumeBurst = undefined;
-      this.#markRecovered('resume', burst.events, burst.at);
-    });
+  async function page(signal: AbortSignal): Promise<Failure | boolean> {
+    for (let limit = deps.replayLimit; ; limit = Math.ceil(limit / 2)) {
+      const answer = await requestJson({ ...deps, headers: await deps.headers(), signal }, 'GET', `${path}?after=${state.lastSeq}&limit=${limit}`, replayAnswerSchema, deps.replayMaxBytes, 'replay');
+      if (answer.ok) {
+        authRetried = false;
+        const { turn, events, hasMore } = answer.value;
+        for (const value of events) {
+          const stop = take(decodeEventValue(value), false);
+          if (stop) return stop;
+        }
+        if (ended()) return false;
+        // The turn row is read after the events: it may count events this page lacks.
+        const more = hasMore || turn.lastSeq > state.lastSeq;
+        // Ended, but no turn.end after our cursor: nothing will fix that.
+        if (!more && isEndedStatus(turn.status)) return failure(new ProtocolError('seq_mismatch', 'Log ended without turn.end.'), 'fatal');
+        // An empty page ends the replay even when more was promised: the stream brings the rest (no hot loop).
+        return more && events.length > 0;
+      }
+      if (!answer.tooLarge) return answer.failure;
+      if (limit < 2) return failure(answer.failure.error, 'fatal');
+    }
   }
 
-  #markRecovered(path: RecoveryPath, events: number, at = this.#deps.now()): void {
-    this.#recovered = { path, events, at };
-    this.#emit({ type: 'recovered', turnId: this.id, path, events });
-    this.#changed();
+  /** What a failure leads to: a backoff wait, a replay, a header refresh, a rebuild, or the end. */
+  async function handle(failed: Failure, replayAfter = Infinity): Promise<void> {
+    const cause = failed.error;
+    const scope = replay ? 'replay' : 'stream';
+    if (cause.kind === 'protocol') say('protocol-error', { error: cause });
+    switch (failed.disposition) {
+      case 'retry': {
+        misses = applied ? 0 : misses + 1;
+        if (misses >= replayAfter) return requestReplay();
+        // The server's `retry:` is not used: our own policy paces every retry (no hostile value can storm).
+        const delay = backoff.next({ ...failed, afterHealthy: applied > 0 });
+        if (delay === undefined) return fail(new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause }), scope);
+        // A replay keeps showing stalled or recovering while it retries.
+        if (!replay) setStatus('reconnecting');
+        const at = now();
+        deps.emit({ type: 'retry', at, scope, id, attempt: backoff.attempt, delayMs: delay, cause });
+        setConnection('waiting', at + delay);
+        return sleep(delay);
+      }
+      // 401/403: the next request re-reads the headers (a refreshed token); a second one in a row is final.
+      case 'auth':
+        if (authRetried) break;
+        authRetried = true;
+        return say('auth-refresh');
+      // The server's log is behind our cursor (resume_point_ahead): start again from seq 0.
+      case 'rebuild':
+        return rebuild();
+    }
+    fail(cause, scope);
   }
 
-  // ------------------------------------------------------------------ watchdogs
+  // ------------------------------------------------------------------ replay
 
-  /** Starts watching for silence; a new mode starts a fresh window. */
-  #watch(mode: 'stream' | 'replay'): void {
-    if (this.#watching === mode && this.#watchdog !== undefined) return;
-    this.#watching = mode;
-    this.#lastHeard = this.#deps.now();
-    this.#timedOut = false;
-    clearTimeout(this.#watchdog);
-    this.#watchdog = setTimeout(() => this.#checkWatchdog(), this.#silenceLimit());
+  /** Aborts the stream and replays next: one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
+  function requestReplay(): void {
+    if (!replay) {
+      replay = true;
+      replayed = applied = misses = 0;
+      // What follows a replay is not a resumed burst.
+      cut = false;
+      say('recovering', { path: 'replay', fromSeq: state.lastSeq });
+      setStatus('recovering');
+      setConnection('idle');
+    }
+    alongside?.abort();
+    abort?.abort();
+    wake?.();
   }
 
-  #unwatch(): void {
-    this.#watching = undefined;
-    clearTimeout(this.#watchdog);
-    this.#watchdog = undefined;
+  /** Resolves when the main loop's replay (requested now) is over, or the turn settled. */
+  function replayOver(): Promise<void> {
+    const over = new Promise<void>((resolve) => waiters.push(resolve));
+    requestReplay();
+    return over;
   }
 
-  #silenceLimit(): number {
-    return this.#watching === 'stream' && !this.#heardAny ? this.#deps.firstEventMs : this.#deps.idleMs;
+  /** Throws the local copy away and replays the whole log. */
+  function rebuild(): void {
+    state = initialTurnState(id);
+    persistence.discard(id);
+    changed();
+    requestReplay();
   }
 
-  /** Timer-driven, not reset per event: events only stamp `#lastHeard` (cheap on the hot path). */
-  #checkWatchdog(): void {
-    this.#watchdog = undefined;
-    if (this.#watching === undefined || !this.#active) return;
-    const limit = this.#silenceLimit();
-    const silent = this.#deps.now() - this.#lastHeard;
-    if (silent < limit) {
-      this.#watchdog = setTimeout(() => this.#checkWatchdog(), limit - silent);
+  // ------------------------------------------------------------------ applying events
+
+  /**
+   * Applies or drops one decoded event. Answers why the path that brought it must stop:
+   * a bad stream is dropped and retried, a bad log is final.
+   */
+  function take(decoded: DecodeResult, fromStream: boolean): Failure | void {
+    const disposition = fromStream ? 'retry' : 'fatal';
+    if (decoded.kind === 'error') return failure(decoded.error, disposition);
+    if (decoded.kind === 'unknown') {
+      say('unknown-event', { eventType: decoded.type });
+      // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
+      state = skipEvent(state, decoded.seq ?? 0);
+      return changed();
+    }
+    const { event } = decoded;
+    const verdict = classifyEvent(state, event, deps.reducerLimits);
+    if (verdict === 'next') return apply(event, fromStream);
+    if (verdict === 'duplicate') return say('duplicate', { seq: event.seq });
+    if (verdict === 'gap') {
+      say('gap', { expected: state.lastSeq + 1, got: event.seq });
+      // Filled from the log before anything later applies.
+      if (fromStream) return requestReplay();
+    }
+    // A gap in the log itself, an event of another turn or after turn.end, or a text over its cap.
+    return verdict === 'too-large'
+      ? failure(new ProtocolError('turn_too_large', 'Text over maxTurnTextLength.'), 'fatal')
+      : failure(new ProtocolError('seq_mismatch', `Event ${event.seq} out of place (${verdict}).`), disposition);
+  }
+
+  /** Hot path: `event` was classified `next`. */
+  function apply(event: TurnEvent, fromStream: boolean): void {
+    state = applyNext(state, event);
+    persistence.append(id, event);
+    for (const queue of queues) queue(event);
+    backoff.reset();
+    if (fromStream) {
+      // A resumed connection first delivers, in one chunk, what was logged while we were away: `resume` recovered that burst.
+      if (++applied === 1 && cut && event.seq > 1) {
+        cut = false;
+        queueMicrotask(() => markRecovered('resume', applied));
+      }
+      setStatus('streaming');
+    } else replayed++;
+    if (connection.attempt) setConnection(connection.state);
+    if (ended()) {
+      // The loop settles it: verify, then complete.
+      abort?.abort();
+      wake?.();
+    }
+    changed();
+  }
+
+  /** Verifies the ended turn's text (length, then SHA-256); completes it, or rebuilds once from a full replay. */
+  async function settle(): Promise<void> {
+    const end = state.end!;
+    const text = turnText(state);
+    const matches =
+      text.length === end.textLength &&
+      (await sha256Hex(text).then(
+        (hash) => hash === end.textSha256,
+        () => {
+          // No Web Crypto outside secure contexts (plain HTTP): the length matched, the hash is unknown.
+          say('integrity-unchecked');
+          return true;
+        },
+      ));
+    if (!following || done) return;
+    if (matches) {
+      fold(end.status);
+      say('completed', { status: end.status });
+      return finish(end.status);
+    }
+    say('integrity-mismatch', { expectedLength: end.textLength, actualLength: text.length });
+    if (rebuilt) return fail(new ProtocolError('integrity_mismatch', 'Text still differs after a full replay.'), 'replay');
+    rebuilt = true;
+    rebuild();
+  }
+
+  function fail(cause: LifelineError, scope: 'stream' | 'replay'): void {
+    if (done) return;
+    // Bad data and a turn the server no longer has stay failed; auth and network trouble may pass.
+    const final = cause.kind === 'protocol' || [404, 410].includes(cause.status ?? 0);
+    error = cause;
+    revivable = !final;
+    deps.emit({ type: 'failed', at: now(), scope, id, error: cause });
+    if (final) fold('failed', cause);
+    finish('failed');
+  }
+
+  /** Stores the ended turn as one row with its text (its events are dropped). */
+  function fold(ending: TurnStatus, cause?: LifelineError): void {
+    void persistence.end(id, { status: ending, text: turnText(state), actions: state.actions, lastSeq: state.lastSeq, ...(cause && { error: cause }) });
+  }
+
+  function finish(ending: TurnStatus): void {
+    // A revived turn starts its replay afresh.
+    done = true;
+    replay = false;
+    setStatus(ending);
+    stop();
+    setConnection('closed');
+    release();
+    resolveCompleted(getSnapshot());
+  }
+
+  function markRecovered(how: RecoveryPath, events: number): void {
+    recovered = { path: how, events, at: now() };
+    say('recovered', { path: how, events });
+    changed();
+  }
+
+  // ------------------------------------------------------------------ watchdog
+
+  /** Watches the request just made for silence (a stalled stream, or a replay request that hangs). */
+  function arm(): void {
+    heard = now();
+    check();
+  }
+
+  /**
+   * Timer-driven: events only stamp `heard` (cheap on the hot path) and the timer waits
+   * out the rest of the window. Silence past it (`firstEventMs` until the first event,
+   * then `idleMs`; heartbeats count as sound) stalls the turn: replay, whatever was in flight.
+   */
+  function check(): void {
+    const silentMs = now() - heard;
+    const limit = state.lastSeq ? deps.idleMs : deps.firstEventMs;
+    if (silentMs < limit) {
+      watchdog = setTimeout(check, limit - silentMs);
       return;
     }
-    if (this.#watching === 'replay') {
-      this.#timedOut = true;
-      this.#watching = undefined;
-      this.#abort?.abort();
-      return;
-    }
-    const watchdog = this.#heardAny ? 'idle' : 'first-event';
-    this.#watching = undefined;
-    this.#stall = { at: this.#deps.now(), watchdog };
-    this.#setStatus('stalled');
-    this.#emit({ type: 'stalled', turnId: this.id, watchdog, silentMs: silent });
-    this.#requestReplay({ reason: 'stall' });
+    const kind = state.lastSeq ? 'idle' : 'first-event';
+    stall = { at: now(), watchdog: kind };
+    say('stalled', { watchdog: kind, silentMs });
+    requestReplay();
+    setStatus('stalled');
   }
 
   // ------------------------------------------------------------------ plumbing
 
-  #liveStatus(): TurnStatus {
-    return this.#state.phase === 'pending' ? 'pending' : 'streaming';
-  }
-
-  /** Waits `ms` (forever when infinite) or until {@link #wakeUp}. */
-  #sleep(ms: number): Promise<void> {
+  /** Waits `ms` (until woken, when absent) or until `wake`. */
+  function sleep(ms?: number): Promise<void> {
     return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const done = (): void => {
+      const timer = ms === undefined ? undefined : setTimeout(resolve, ms);
+      wake = () => {
         clearTimeout(timer);
-        if (this.#wake === done) this.#wake = undefined;
         resolve();
       };
-      if (Number.isFinite(ms)) timer = setTimeout(done, ms);
-      this.#wake = done;
     });
   }
 
-  #wakeUp(): void {
-    this.#wake?.();
+  function stop(): void {
+    abort?.abort();
+    alongside?.abort();
+    clearTimeout(watchdog);
+    wake?.();
+    for (const queue of queues) queue();
   }
 
-  #stopNetwork(): void {
-    this.#leaveShare();
-    this.#abort?.abort();
-    this.#abort = undefined;
-    this.#alongside?.abort();
-    this.#unwatch();
-    this.#wakeUp();
+  function start(replayFirst = false): Promise<void> {
+    if (!wanted) return RESOLVED;
+    following = true;
+    if (done) return RESOLVED;
+    const over = replayFirst ? replayOver() : RESOLVED;
+    void run();
+    return over;
   }
 
-  #setStatus(status: TurnStatus): void {
-    if (this.#status === status) return;
-    this.#status = status;
-    this.#changed();
+  function close(): void {
+    wanted = false;
+    release();
+    if (!following) return;
+    following = false;
+    stop();
+    if (!done) setConnection('idle');
   }
 
-  #setConnection(connection: ConnectionInfo): void {
-    const current = this.#connection;
-    if (current.state === connection.state && current.attempt === connection.attempt && current.nextRetryAt === connection.nextRetryAt) return;
-    this.#connection = Object.freeze(connection);
-    this.#changed();
-  }
+  persistence.track(id, (): TurnMeta | undefined => {
+    // No row until the conversation is known (turn.start or acceptance).
+    const conversationId = state.conversationId ?? origin.conversationId;
+    return conversationId === undefined
+      ? undefined
+      : frozen<TurnMeta>({ conversationId, messageId: state.messageId ?? origin.messageId, operationId: origin.operationId, status, createdAt });
+  });
 
-  #changed(): void {
-    this.#snapshot = undefined;
-    this.#batcher.request();
-  }
+  return {
+    id,
+    completed,
+    getSnapshot,
+    // Bound by the emitter, so it can be passed around.
+    subscribe: listeners.subscribe,
 
-  #emit(diagnostic: DistributiveOmit<Diagnostic, 'at'>): void {
-    this.#deps.emit({ ...diagnostic, at: this.#deps.now() } as Diagnostic);
-  }
+    /** Events applied from now on, each seq once (even through a rebuild), until the turn ends or is closed. */
+    async *[Symbol.asyncIterator]() {
+      const items: (TurnEvent | undefined)[] = [];
+      let notify: (value?: unknown) => void = () => {};
+      const queue = (event?: TurnEvent): void => notify(items.push(event));
+      if (done || !wanted) return;
+      queues.add(queue);
+      try {
+        for (let lastSeq = 0; ; ) {
+          if (!items.length) await new Promise((resolve) => (notify = resolve));
+          const event = items.shift();
+          if (!event) return;
+          if (event.seq <= lastSeq) continue;
+          lastSeq = event.seq;
+          yield event;
+        }
+      } finally {
+        queues.delete(queue);
+      }
+    },
 
-  /** The row persistence writes; none until the conversation is known (turn.start or acceptance). */
-  #meta(): TurnMeta | undefined {
-    const conversationId = this.conversationId;
-    if (conversationId === undefined) return undefined;
-    const messageId = this.#state.messageId ?? this.#origin.messageId;
-    return {
-      conversationId,
-      ...(messageId === undefined ? {} : { messageId }),
-      ...(this.#origin.operationId === undefined ? {} : { operationId: this.#origin.operationId }),
-      status: this.#status,
-      createdAt: this.#createdAt,
-    };
-  }
-}
+    async cancel() {
+      const answer = await requestJson({ ...deps, headers: await deps.headers() }, 'POST', path + '/cancel', cancelAnswerSchema, 100_000, 'cancel');
+      if (!answer.ok) throw answer.failure.error;
+    },
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+    close,
 
-/** Header names compare case-insensitively: drop ours from the app's before setting them. */
-function withoutHeaders(headers: Record<string, string>, names: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers)) if (!names.includes(key.toLowerCase())) out[key] = value;
-  return out;
-}
+    get done() {
+      return done;
+    },
+    get revivable() {
+      return revivable;
+    },
+    get lastSeq() {
+      return state.lastSeq;
+    },
+    get createdAt() {
+      return createdAt;
+    },
 
-/** A pull queue behind one `for await` over a turn's events. */
-class EventQueue implements AsyncIterator<TurnEvent> {
-  readonly #items: TurnEvent[] = [];
-  /** Each seq is yielded once, even when an integrity rebuild applies the log again. */
-  #lastSeq = 0;
-  #waiting: ((result: IteratorResult<TurnEvent>) => void) | undefined;
-  #ended = false;
-  readonly #onReturn: () => void;
+    setOrigin(known) {
+      origin = { ...origin, ...known };
+      changed();
+      persistence.saveTurn(id);
+    },
 
-  constructor(onReturn: () => void) {
-    this.#onReturn = onReturn;
-  }
+    restore({ record, events }) {
+      origin = record;
+      createdAt = record.createdAt;
+      if (record.text !== undefined) {
+        // A folded turn: ended, its events are gone.
+        state = foldedTurnState(id, { ...record, text: record.text, actions: record.actions ?? [] });
+        error = record.error && errorFromJson(record.error);
+        return finish(record.status);
+      }
+      for (const event of events) state = applyEvent(state, event, deps.reducerLimits);
+      status = live();
+      // A row without events (accepted, nothing arrived yet) restored nothing to speak of.
+      if (state.lastSeq) markRecovered('reload', state.lastSeq);
+      changed();
+    },
 
-  push(event: TurnEvent): void {
-    if (this.#ended || event.seq <= this.#lastSeq) return;
-    this.#lastSeq = event.seq;
-    const waiting = this.#waiting;
-    if (waiting !== undefined) {
-      this.#waiting = undefined;
-      waiting({ done: false, value: event });
-    } else this.#items.push(event);
-  }
+    start,
 
-  end(): void {
-    this.#ended = true;
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.({ done: true, value: undefined });
-  }
+    reopen() {
+      wanted = true;
+      if (!following) void start();
+    },
 
-  next(): Promise<IteratorResult<TurnEvent>> {
-    const item = this.#items.shift();
-    if (item !== undefined) return Promise.resolve({ done: false, value: item });
-    if (this.#ended) return Promise.resolve({ done: true, value: undefined });
-    return new Promise((resolve) => (this.#waiting = resolve));
-  }
+    revive() {
+      if (!revivable) return RESOLVED;
+      done = revivable = authRetried = false;
+      error = undefined;
+      return start(true);
+    },
 
-  return(): Promise<IteratorResult<TurnEvent>> {
-    this.end();
-    this.#items.length = 0;
-    this.#onReturn();
-    return Promise.resolve({ done: true, value: undefined });
-  }
+    async replayAlongside() {
+      if (done || !following || replay || alongside) return;
+      const controller = (alongside = new AbortController());
+      replayed = 0;
+      let more: Failure | boolean = true;
+      while (more === true) more = await page(controller.signal).catch(networkFailure);
+      if (alongside === controller) alongside = undefined;
+      if (more === false) {
+        if (replayed) markRecovered('replay', replayed);
+      } else if (!controller.signal.aborted && following && !done) await replayOver();
+    },
+
+    onNetwork(online) {
+      if (online) wake?.();
+    },
+
+    dispose() {
+      close();
+      batcher.cancel();
+    },
+  };
 }

@@ -232,6 +232,8 @@ export type Diagnostic =
   | { type: 'unknown-event'; at: number; turnId: string; eventType: string }
   | { type: 'protocol-error'; at: number; turnId?: string; error: LifelineError }
   | { type: 'integrity-mismatch'; at: number; turnId: string; expectedLength: number; actualLength: number }
+  /** Web Crypto is missing (a page on plain HTTP): `turn.end` was checked by `textLength` only. */
+  | { type: 'integrity-unchecked'; at: number; turnId: string }
   | { type: 'stalled'; at: number; turnId: string; watchdog: 'first-event' | 'idle'; silentMs: number }
   | { type: 'recovering'; at: number; turnId: string; path: RecoveryPath; fromSeq: number }
   | { type: 'recovered'; at: number; turnId: string; path: RecoveryPath; events: number }

@@ -10,29 +10,20 @@ export interface NetworkMonitor {
   subscribe(listener: (online: boolean) => void): () => void;
 }
 
-interface EventScope {
-  addEventListener?: (type: string, listener: () => void) => void;
-  removeEventListener?: (type: string, listener: () => void) => void;
-  navigator?: { onLine?: boolean };
-}
-
 /** Reads `navigator.onLine` and the global `online`/`offline` events, looked up on use (SSR-safe). */
 export function createBrowserNetworkMonitor(): NetworkMonitor {
-  const scope = globalThis as EventScope;
+  const scope = globalThis as Partial<Pick<Window, 'addEventListener' | 'removeEventListener'>> & { navigator?: { onLine?: boolean } };
+  const online = (): boolean => scope.navigator?.onLine !== false;
   return {
-    online: () => scope.navigator?.onLine !== false,
+    online,
     subscribe(listener) {
-      const add = scope.addEventListener;
-      const remove = scope.removeEventListener;
-      if (typeof add !== 'function' || typeof remove !== 'function') return () => {};
-      const on = (): void => listener(true);
-      const off = (): void => listener(false);
-      add.call(scope, 'online', on);
-      add.call(scope, 'offline', off);
-      return () => {
-        remove.call(scope, 'online', on);
-        remove.call(scope, 'offline', off);
+      // The browser updates `navigator.onLine` before it fires either event.
+      const update = (): void => listener(online());
+      const each = (method: 'addEventListener' | 'removeEventListener'): void => {
+        for (const type of ['online', 'offline']) scope[method]?.(type, update);
       };
+      each('addEventListener');
+      return () => each('removeEventListener');
     },
   };
 }

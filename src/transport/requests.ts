@@ -1,37 +1,50 @@
 /**
- * The small one-shot requests: cancel a turn (section 5) and list a conversation's
- * turns (section 4). Failures reject with a typed {@link LifelineError}.
+ * Listing a conversation's turns (PROTOCOL.md section 4) for `recover()`, retried the way
+ * every other request is: the failure's disposition decides (network, 5xx, 429 …), the
+ * backoff times it (`Retry-After` honoured), each retry is announced, and the give-up
+ * (`retry_exhausted`) comes only past `retry.maxElapsedMs`.
  */
-import { cancelAnswerSchema, listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
-import { requestJson, type JsonAnswer, type JsonRequest } from './http.js';
-import { withRetry, type RetryLoop } from './retry.js';
+import { createBackoff, type BackoffClock, type RetryPolicy } from '../core/backoff.js';
+import { TransportError, type LifelineError } from '../errors.js';
+import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
+import { requestJson, type JsonRequest } from './http.js';
 
-export type RequestContext = JsonRequest;
-
-/** Largest answer of these requests, bytes (a list of 200 turn objects is ~60 KiB). */
-const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
-
-function unwrap<T>(answer: JsonAnswer<T>): T {
-  if (!answer.ok) throw answer.failure.error;
-  return answer.value;
-}
-
-/** Asks the server to cancel `turnId`; resolves with the turn object it answered. */
-export async function cancelTurn(context: RequestContext, turnId: string): Promise<TurnObject> {
-  return unwrap(await requestJson(context, 'POST', `/turns/${encodeURIComponent(turnId)}/cancel`, cancelAnswerSchema, MAX_ANSWER_BYTES, 'cancel')).turn;
+/** How {@link listTurns} times, reports and waits between retries. */
+export interface RetryLoop {
+  policy: RetryPolicy;
+  clock?: BackoffClock;
+  /** Told before each wait: the retry's number, its delay and what failed. */
+  onRetry: (attempt: number, delayMs: number, cause: LifelineError) => void;
+  /** Waits `ms`; a rejection stops the loop with it (the client was disposed). */
+  sleep: (ms: number) => Promise<void>;
 }
 
 /**
- * A conversation's turns, newest first (at most `limit`, 1–200). Retried through `retry`
- * (network, 5xx, 429 …), with headers read again for each attempt.
+ * A conversation's turns, newest first (at most 200), with headers read again for each
+ * attempt. Rejects with a failure retrying cannot fix, or `retry_exhausted`.
  */
 export async function listTurns(
-  context: Omit<RequestContext, 'headers'> & { headers: () => Promise<Record<string, string>> },
+  context: Omit<JsonRequest, 'headers'> & { headers: () => Promise<Record<string, string>> },
   conversationId: string,
   retry: RetryLoop,
-  limit = 200,
 ): Promise<TurnObject[]> {
-  const path = `/conversations/${encodeURIComponent(conversationId)}/turns?limit=${limit}`;
-  const answer = await withRetry(retry, async () => requestJson({ ...context, headers: await context.headers() }, 'GET', path, listAnswerSchema, MAX_ANSWER_BYTES, 'list'));
-  return answer.turns;
+  const backoff = createBackoff(retry.policy, retry.clock);
+  for (;;) {
+    // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
+    const answer = await requestJson(
+      { ...context, headers: await context.headers() },
+      'GET',
+      `/conversations/${conversationId}/turns?limit=200`,
+      listAnswerSchema,
+      4 * 1024 * 1024,
+      'list',
+    );
+    if (answer.ok) return answer.value.turns;
+    const { failure } = answer;
+    if (failure.disposition !== 'retry') throw failure.error;
+    const delay = backoff.next(failure);
+    if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: failure.error });
+    retry.onRetry(backoff.attempt, delay, failure.error);
+    await retry.sleep(delay);
+  }
 }

@@ -140,12 +140,13 @@ describe('diagnostics', () => {
 
 describe('integrity at turn.end', () => {
   /**
-   * A server whose first stream sends "Hello 世界" with one delta changed to the same
-   * length ("LO "): only the hash can tell. Later streams and replays are the true log.
+   * A server whose first stream sends "Hello 世界" with the delta "lo " changed to
+   * `replacement` (by default "LO ", the same length: only the hash can tell). Later
+   * streams and replays are the true log.
    */
-  async function corruptedFirstStream() {
+  async function corruptedFirstStream(replacement = 'LO ') {
     const log = await buildLog(['Hel', 'lo ', '世界']);
-    const corrupted = log.map((event) => (event.type === 'delta' && event.text === 'lo ' ? { ...event, text: 'LO ' } : event));
+    const corrupted = log.map((event) => (event.type === 'delta' && event.text === 'lo ' ? { ...event, text: replacement } : event));
     return scripted(log, {
       stream: ({ index, res }) => {
         if (index > 0) return 'default';
@@ -168,17 +169,32 @@ describe('integrity at turn.end', () => {
     await expect.poll(async () => (await followed.store.loadTurn(TURN))?.record.text).toBe('Hello 世界');
   });
 
-  it('still checks the hash where Web Crypto is missing (insecure contexts)', async () => {
+  it('checks textLength only where Web Crypto is missing (insecure contexts), and says so once', async () => {
     // The log is built (and hashed) first; only the client then finds Web Crypto missing.
     const server = await corruptedFirstStream();
     const digest = vi.spyOn(crypto.subtle, 'digest').mockRejectedValue(new DOMException('not in a secure context', 'NotSupportedError'));
     const followed = follow(server.baseUrl, TURN);
     cleanup.push(() => followed.client.dispose());
     const final = await followed.turn.completed;
-    expect(final).toEqual(expect.objectContaining({ status: 'complete', text: 'Hello 世界' }));
-    expect(followed.ofType('integrity-mismatch')).toHaveLength(1);
-    expect(followed.ofType('protocol-error')).toEqual([]);
+    // Same length: without the hash the corruption cannot be seen, and the client says the hash went unchecked.
+    expect(final).toEqual(expect.objectContaining({ status: 'complete', text: 'HelLO 世界' }));
+    expect(followed.ofType('integrity-unchecked')).toEqual([expect.objectContaining({ turnId: TURN })]);
+    expect(followed.ofType('integrity-mismatch')).toEqual([]);
     expect(digest).toHaveBeenCalled();
+  });
+
+  it('still rebuilds on a textLength mismatch where Web Crypto is missing', async () => {
+    const server = await corruptedFirstStream('lo');
+    vi.spyOn(crypto.subtle, 'digest').mockRejectedValue(new DOMException('not in a secure context', 'NotSupportedError'));
+    const followed = follow(server.baseUrl, TURN);
+    cleanup.push(() => followed.client.dispose());
+    const final = await followed.turn.completed;
+    expect(final).toEqual(expect.objectContaining({ status: 'complete', text: 'Hello 世界' }));
+    expect(followed.ofType('integrity-mismatch')).toEqual([expect.objectContaining({ expectedLength: 8, actualLength: 7 })]);
+    expect(server.replays.map((request) => request.cursor)).toEqual(['0']);
+    // The rebuilt text matched by length; its hash could not be checked, which is said once.
+    expect(followed.ofType('integrity-unchecked')).toHaveLength(1);
+    expect(followed.ofType('completed')).toHaveLength(1);
   });
 
   it('fails with integrity_mismatch when the full replay does not match either', async () => {

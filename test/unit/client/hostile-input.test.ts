@@ -179,7 +179,7 @@ describe('blocks that carry nothing (row 6)', () => {
 });
 
 describe('bogus retry and id (rows 7, 8)', () => {
-  it('clamps hostile retry values to the client bounds: no hot loop, no stall', async () => {
+  it('paces hostile retry values by the client policy: no hot loop, no stall', async () => {
     const hostile = ['retry: -1', 'retry: 99999999999', 'retry: 10x', 'retry: 0'];
     const log = await buildLog(TEXT);
     const server = await startScriptedServer({
@@ -242,7 +242,7 @@ describe('framing faults (rows 3, 4, 14)', () => {
     expect(server.streams.map((request) => request.cursor)).toEqual([undefined, '2', '2']);
     expect(server.replays.map((request) => request.cursor)).toEqual(['2']);
     expect(final.recovered).toEqual(expect.objectContaining({ path: 'replay', events: log.length - 2 }));
-    expect(followed.ofType('disconnect').map((d) => d.cause.message)).toEqual(Array(3).fill('The stream closed before turn.end.'));
+    expect(followed.ofType('disconnect').map((d) => d.cause.message)).toEqual(Array(3).fill('Closed before turn.end.'));
   });
 
   it('drops duplicate seqs and fills a skipped one from the replay endpoint (row 14)', async () => {

@@ -145,3 +145,35 @@ describe('recover() under 503 / 429', () => {
     expect(followed.ofType('retry').filter((d) => d.id === 'conv_1').map((d) => d.attempt)).toEqual([1, 2, 3]);
   });
 });
+
+describe('recover() revives a turn that failed for a passing reason', () => {
+  it('follows a turn whose replay failed on auth again, through a fresh replay, with one completion', async () => {
+    const log = await buildLog(['Hello ', 'again']);
+    let token = 'revoked';
+    const server = await startScriptedServer({
+      log,
+      // The turn has ended: the stream answers 204, the log has it all.
+      stream: ({ res }) => void res.writeHead(204).end(),
+      replay: ({ request, res }) => {
+        if (request.headers.authorization === 'Bearer fresh') return 'default';
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { code: 'unauthorized', message: 'no' } }));
+      },
+    });
+    cleanup.push(() => server.close());
+    const followed = follow(server.baseUrl, TURN, { headers: () => ({ authorization: `Bearer ${token}` }) });
+    cleanup.push(() => followed.client.dispose());
+    await expect.poll(() => followed.turn.getSnapshot().status).toBe('failed');
+    expect(followed.turn.getSnapshot().error?.code).toBe('unauthorized');
+    expect(followed.ofType('auth-refresh')).toHaveLength(1);
+    expect(server.replays).toHaveLength(2);
+
+    token = 'fresh';
+    const [recovered] = await followed.client.recover('conv_1');
+    expect(recovered).toMatchObject({ id: TURN, status: 'complete', text: 'Hello again', recovered: expect.objectContaining({ path: 'replay' }) });
+    expect(recovered?.error).toBeUndefined();
+    expect(server.replays.map((request) => request.cursor)).toEqual(['0', '0', '0']);
+    expect(followed.ofType('recovering')).toHaveLength(2);
+    expect(followed.ofType('completed')).toHaveLength(1);
+  });
+});

@@ -61,6 +61,29 @@ describe('204 (row 9)', () => {
   });
 });
 
+describe('a replay page behind its turn row', () => {
+  it('goes back to the stream when the page is empty but the row counts more (the turn ended between the two reads)', async () => {
+    const log = await buildLog(TEXT);
+    const { server, followed } = await setup({
+      log,
+      stream: ({ index, res }) => (index === 0 ? void res.writeHead(204).end() : 'default'),
+      replay: ({ index, res }) => {
+        if (index > 0) return 'default';
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const turn = { id: TURN, conversationId: 'conv_1', messageId: 'msg_1', status: 'complete', lastSeq: log.length, createdAt: '2025-01-01T00:00:00.000Z', updatedAt: '2025-01-01T00:00:00.000Z' };
+        res.end(JSON.stringify({ turn, events: [], hasMore: false }));
+      },
+    });
+    const final = await followed.turn.completed;
+    await followed.iterated;
+    expect(final).toMatchObject({ status: 'complete', text: TEXT.join('') });
+    expect(followed.applied).toEqual(range(log.length));
+    expect(server.replays).toHaveLength(1);
+    expect(server.streams.map((request) => request.cursor)).toEqual([undefined, undefined]);
+    expect(followed.ofType('failed')).toEqual([]);
+  });
+});
+
 describe('backoff answers (row 10)', () => {
   it('retries a 200 text/html captive portal and 5xx with backoff, visibly, then resumes', async () => {
     const log = await buildLog(TEXT);
@@ -219,5 +242,26 @@ describe('resume_point_ahead', () => {
     expect(final.text).toBe(TEXT.join(''));
     expect(server.replays.map((request) => request.cursor)).toEqual(['0']);
     expect(followed.ofType('protocol-error').map((d) => d.error.code)).toEqual(['seq_mismatch']);
+  });
+});
+
+describe('replay pages too large to read', () => {
+  it('asks again with half the limit, down to a page that fits, and completes', async () => {
+    const log = await buildLog(TEXT);
+    const { server, followed } = await setup({
+      log,
+      stream: ({ res }) => void res.writeHead(204).end(),
+      replay: ({ request, res }) => {
+        const limit = Number(new URL(request.url, 'http://localhost').searchParams.get('limit'));
+        if (limit <= 250) return 'default';
+        // Over the client's 8 MiB read cap: bounded memory, so this page cannot be read at all.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ pad: 'x'.repeat(9 * 1024 * 1024) }));
+      },
+    });
+    const final = await followed.turn.completed;
+    expect(final).toMatchObject({ status: 'complete', text: TEXT.join('') });
+    expect(server.replays.map((request) => new URL(request.url, 'http://localhost').searchParams.get('limit'))).toEqual(['1000', '500', '250']);
+    expect(followed.ofType('retry')).toEqual([]);
   });
 });

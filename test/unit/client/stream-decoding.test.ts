@@ -1,13 +1,11 @@
 /**
- * The two hot-path shortcuts of the stream, checked against exact references: the
- * frame limiter never misses a line or block over its cap (and leaves honest streams
- * alone), and the fast delta decoder answers exactly what the protocol schema answers.
+ * The stream's size caps, checked against an exact reference: the capped body never
+ * misses a line or block over its cap, whatever the chunking and line endings, leaves
+ * honest streams alone, and lets the whole lines before the offending one through.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeEvent } from '../../../src/protocol/decode.js';
-import { decodeStreamEvent } from '../../../src/transport/event-decoder.js';
-import { createFrameLimiter } from '../../../src/transport/sse-connection.js';
+import { limitBody } from '../../../src/transport/sse-connection.js';
 
 const BREAKS = ['\n', '\r', '\r\n'] as const;
 
@@ -47,79 +45,74 @@ const streamArb = fc
     return { lines, chunks, sizes: reference(lines) };
   });
 
-function firstViolation(chunks: Uint8Array[], maxLineBytes: number, maxEventBytes: number) {
-  const check = createFrameLimiter({ maxLineBytes, maxEventBytes });
-  for (const chunk of chunks) {
-    const violation = check(chunk);
-    if (violation !== undefined) return violation;
+/** Reads `chunks` through the capped body: the error code it ended with (if any) and the bytes that passed. */
+async function readCapped(chunks: Uint8Array[], maxLineBytes: number, maxEventBytes: number): Promise<{ code?: string; passed: string }> {
+  const source = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
+  const reader = limitBody(new Response(source, { status: 200 }), { maxLineBytes, maxEventBytes }).body!.getReader();
+  const decoder = new TextDecoder();
+  let passed = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { passed };
+      passed += decoder.decode(value);
+    }
+  } catch (error) {
+    return { code: (error as { code: string }).code, passed };
   }
-  return undefined;
 }
 
-describe('frame limiter', () => {
-  it('reports every line over maxLineBytes, whatever the chunking', () => {
-    fc.assert(
-      fc.property(streamArb, fc.integer({ min: 1, max: 400 }), ({ chunks, sizes }, maxLine) => {
-        const violation = firstViolation(chunks, maxLine, Number.MAX_SAFE_INTEGER);
-        if (sizes.maxLine > maxLine) expect(violation?.error.code).toBe('line_too_long');
-        else expect(violation).toBeUndefined();
+describe('capped stream body', () => {
+  it('fails with line_too_long exactly when a line is over maxLineBytes, whatever the chunking', async () => {
+    await fc.assert(
+      fc.asyncProperty(streamArb, fc.integer({ min: 1, max: 400 }), async ({ chunks, sizes }, maxLine) => {
+        const { code } = await readCapped(chunks, maxLine, Number.MAX_SAFE_INTEGER);
+        expect(code).toBe(sizes.maxLine > maxLine ? 'line_too_long' : undefined);
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
   });
 
-  it('reports every block over maxEventBytes, and leaves blocks well under it alone', () => {
-    fc.assert(
-      fc.property(streamArb, fc.integer({ min: 1, max: 3000 }), ({ chunks, sizes }, maxEvent) => {
-        const violation = firstViolation(chunks, Number.MAX_SAFE_INTEGER, maxEvent);
-        if (sizes.maxBlock > maxEvent) expect(violation?.error.code).toBe('event_too_large');
-        // Counting is exact on the careful path and may overcount (CRLF, a blank line split across chunks) on the quick one.
-        if (sizes.maxBlock * 4 <= maxEvent) expect(violation).toBeUndefined();
+  it('fails with event_too_large exactly when a block is over maxEventBytes, whatever the chunking', async () => {
+    await fc.assert(
+      fc.asyncProperty(streamArb, fc.integer({ min: 1, max: 3000 }), async ({ chunks, sizes }, maxEvent) => {
+        const { code } = await readCapped(chunks, Number.MAX_SAFE_INTEGER, maxEvent);
+        expect(code).toBe(sizes.maxBlock > maxEvent ? 'event_too_large' : undefined);
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
   });
 
-  it('keeps the whole lines before the violating one', () => {
-    const encoder = new TextEncoder();
-    const check = createFrameLimiter({ maxLineBytes: 10, maxEventBytes: 1000 });
-    const chunk = encoder.encode('data: 1\n\nid: 2\nxxxxxxxxxxxxxxxx');
-    expect(check(chunk)).toEqual({ error: expect.objectContaining({ code: 'line_too_long' }), keep: 'data: 1\n\nid: 2\n'.length });
-  });
-});
-
-describe('fast delta decoding', () => {
-  const TURN = 'turn_fast_decoding_01';
-  const valueArb = fc.oneof(
-    fc.record(
-      {
-        turnId: fc.constantFrom(TURN, 'other_turn', 'bad id!', 7),
-        seq: fc.oneof(fc.integer({ min: -2, max: 10 }), fc.constant(1.5), fc.constant(2 ** 60), fc.constant('3')),
-        type: fc.constantFrom('delta', 'action', 'turn.end', 'thinking', 5),
-        text: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
-        extra: fc.jsonValue(),
-      },
-      { requiredKeys: [] },
-    ),
-    fc.jsonValue(),
-  );
-
-  it('answers exactly what the protocol schema answers', () => {
-    fc.assert(
-      fc.property(valueArb, (value) => {
-        const data = JSON.stringify(value) ?? 'null';
-        const fast = decodeStreamEvent(data, TURN, 1024 * 1024);
-        const slow = decodeEvent(data);
-        expect(fast.kind).toBe(slow.kind);
-        if (fast.kind === 'event' && slow.kind === 'event') expect(fast.event).toEqual(slow.event);
-        if (fast.kind === 'error' && slow.kind === 'error') expect(fast.error.code).toBe(slow.error.code);
+  it('passes an honest stream unchanged', async () => {
+    await fc.assert(
+      fc.asyncProperty(streamArb, async ({ chunks }) => {
+        const { code, passed } = await readCapped(chunks, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+        expect(code).toBeUndefined();
+        expect(passed).toBe(chunks.map((chunk) => new TextDecoder().decode(chunk)).join(''));
       }),
-      { numRuns: 2000 },
+      { numRuns: 100 },
     );
   });
 
-  it('applies the size cap and reports bad JSON like the schema path', () => {
-    expect(decodeStreamEvent('x'.repeat(11), TURN, 10)).toEqual(expect.objectContaining({ kind: 'error', error: expect.objectContaining({ code: 'event_too_large' }) }));
-    expect(decodeStreamEvent('{nope', TURN, 10)).toEqual(expect.objectContaining({ kind: 'error', error: expect.objectContaining({ code: 'invalid_event' }) }));
+  it('keeps the whole lines before the violating one', async () => {
+    const chunk = new TextEncoder().encode('data: 1\n\nid: 2\nxxxxxxxxxxxxxxxx');
+    expect(await readCapped([chunk], 10, 1000)).toEqual({ code: 'line_too_long', passed: 'data: 1\n\nid: 2\n' });
+  });
+
+  it('pairs an LF with a CR only right after it, across chunks', async () => {
+    // "a" ends with a CR; "bcd" with an LF that opens the next chunk; then a blank line. Blocks: 6 and 4 bytes.
+    const chunks = ['a\rbcd', '\n\nxyz\n\n'].map((text) => new TextEncoder().encode(text));
+    expect(await readCapped(chunks, 100, 6)).toEqual({ passed: 'a\rbcd\n\nxyz\n\n' });
+    expect((await readCapped(chunks, 100, 5)).code).toBe('event_too_large');
+  });
+
+  it('leaves answers other than 200 alone', () => {
+    const response = new Response(null, { status: 204 });
+    expect(limitBody(response, { maxLineBytes: 1, maxEventBytes: 1 })).toBe(response);
   });
 });
