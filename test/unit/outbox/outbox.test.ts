@@ -291,13 +291,11 @@ describe('outbox (fake timers)', () => {
     expect(fetch.calls).toHaveLength(0);
     network.set(true);
     await until(() => recorder.of('retry').length === 1, 'first attempt answered 503');
-    expect(recorder.of('network')).toMatchObject([{ online: true }]);
     // Offline again, then online: the 60 s Retry-After wait is skipped.
     network.set(false);
     await settle();
     network.set(true);
     await until(() => entry(operationId)?.state === 'accepted', 'accepted without waiting 60 s');
-    expect(recorder.of('network').map((d) => d.online)).toEqual([true, false, true]);
     expect(fetch.calls).toHaveLength(2);
   });
 
