@@ -150,20 +150,29 @@ const progress = (entry: OutboxRecord): string => [entry.state, entry.attempts, 
  * or the first {@link OutboxController.enqueue}.
  */
 export function createOutbox(deps: OutboxDeps): OutboxController {
-  const { storage, locks = (globalThis as { navigator?: { locks?: OutboxLocks } }).navigator?.locks } = deps;
-  const now = deps.now ?? Date.now;
+  const {
+    storage,
+    onAccepted,
+    network,
+    locks = (globalThis as { navigator?: { locks?: OutboxLocks } }).navigator?.locks,
+    now = Date.now,
+    random = Math.random,
+    timeoutMs = 15e3,
+    maxAgeMs = 864e5,
+    acceptedRetentionMs = 1e4,
+    leaseTtlMs = 1e4,
+  } = deps;
   /** Pending entries older than this outbox were left by earlier pages. */
   const born = now();
   const policy = resolveRetryPolicy(deps.retry);
-  const maxAgeMs = deps.maxAgeMs ?? 864e5;
-  const leaseTtlMs = deps.leaseTtlMs ?? 1e4;
   const headers = headersResolver(deps.headers);
   const name = `lifeline-outbox:${deps.namespace ?? 'default'}`;
   const owner = nanoid();
+  /** Cancels waiting for the sender role. */
   const stop = new AbortController();
-  const { signal } = stop;
+  let disposed = false;
   const listeners = createEmitter<void>();
-  /** Entries this tab is writing (new ones) or posting, with the abort of their request. */
+  /** Entries this tab is posting, with the abort of their request. */
   const busy = new Map<string, AbortController>();
   /** Discarded, deleted, cleared: never shown or written again. */
   const gone = new Set<string>();
@@ -179,14 +188,14 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   let leading = false;
   /** Ends the sender loop's sleep. */
   let wake: (() => void) | undefined;
-  let online = deps.network?.online() ?? true;
+  let online = network?.online() ?? true;
 
   const emit = (diagnostic: Unstamped<Diagnostic>): void => deps.emit({ ...diagnostic, at: now() } as Diagnostic);
   const find = (operationId: string): OutboxRecord | undefined => list.find((entry) => entry.operationId === operationId);
 
   /** Replaces (with no `entry`: removes) one entry of the snapshot and tells everyone. */
   const set = (operationId: string, entry?: OutboxRecord): void => {
-    if (signal.aborted) return;
+    if (disposed) return;
     const rest = list.filter((other) => other.operationId !== operationId);
     list = Object.freeze((entry ? [...rest, entry] : rest).sort((a, b) => a.order - b.order));
     listeners.emit();
@@ -196,10 +205,10 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   /** Lets the sender look again: wakes its loop, or asks for the sender role while entries are pending. */
   const poke = (): void => {
     if (wake) return wake();
-    if (leading || signal.aborted || !list.some(isPending)) return;
+    if (leading || disposed || !list.some(isPending)) return;
     leading = true;
     // A lock manager that refuses (a sandboxed document) leads to the lease too.
-    void (locks ? locks.request(name, { signal }, () => drain()).catch(leaseLoop) : leaseLoop()).finally(() => {
+    void (locks ? locks.request(name, { signal: stop.signal }, () => drain()).catch(leaseLoop) : leaseLoop()).finally(() => {
       leading = false;
       // Work may have arrived while stepping down.
       poke();
@@ -208,7 +217,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
 
   const trouble = (error: unknown): StorageError => {
     const storageError = asStorageError(error, 'Outbox storage failed.');
-    if (!signal.aborted) emit({ type: 'storage-error', error: storageError });
+    if (!disposed) emit({ type: 'storage-error', error: storageError });
     return storageError;
   };
 
@@ -217,7 +226,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
    * `null` means "re-read storage", an operation id "deleted". Resolves with the error, if any.
    */
   const queue = (write: () => Promise<void>, notice: string | null): Promise<StorageError | void> =>
-    (chain = chain.then(write).then(() => void (signal.aborted || channel?.postMessage(notice)), trouble)) as Promise<StorageError | void>;
+    (chain = chain.then(write).then(() => void (disposed || channel?.postMessage(notice)), trouble)) as Promise<StorageError | void>;
 
   /** The one state-write path: memory at once, then storage. Resolves with the storage error, if any. */
   const save = (entry: OutboxRecord): Promise<StorageError | void> => {
@@ -248,9 +257,9 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     if (!turnId || !messageId || offered.has(operationId)) return;
     offered.add(operationId);
     void Promise.resolve()
-      .then(() => deps.onAccepted(entry, { turnId, messageId, conversationId, status: 'pending' }))
+      .then(() => onAccepted(entry, { turnId, messageId, conversationId, status: 'pending' }))
       .then(
-        () => setTimeout(() => void drop(operationId), deps.acceptedRetentionMs ?? 1e4),
+        () => setTimeout(() => void drop(operationId), acceptedRetentionMs),
         // Kept in storage: the next page's start() offers it again.
         () => undefined,
       );
@@ -271,8 +280,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         const { items, skipped } = await storage.loadOutbox();
         for (const stored of items) {
           const current = find(stored.operationId);
-          const unchanged = current === before.find((entry) => entry.operationId === stored.operationId);
-          if (gone.has(stored.operationId) || !unchanged || (current && progress(current) === progress(stored))) continue;
+          // Entries only leave the list through `forget` (into `gone`), and are replaced, never mutated.
+          if (gone.has(stored.operationId) || (current && (!before.includes(current) || progress(current) === progress(stored)))) continue;
           set(stored.operationId, stored);
           offer(stored);
         }
@@ -293,7 +302,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
    * holder, which is safe because every attempt carries the entry's key.
    */
   const leaseLoop = async (): Promise<void> => {
-    while (!signal.aborted) {
+    while (!disposed) {
       if (await takeLease()) {
         await drain(true);
         return storage.releaseLease(name, owner).catch(trouble) as Promise<void>;
@@ -307,7 +316,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     // Another tab may have sent or changed entries while this one waited.
     await reload();
     let renewAt = now() + leaseTtlMs / 3;
-    while (!signal.aborted && list.some(isPending)) {
+    while (!disposed && list.some(isPending)) {
       if (leased && now() >= renewAt) {
         if (!(await takeLease())) return;
         renewAt = now() + leaseTtlMs / 3;
@@ -358,21 +367,15 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       await save(sending);
       if (abort.signal.aborted) return;
       emit({ type: 'submit', operationId, conversationId, attempt: sending.attempts });
-      const request = AbortSignal.any([abort.signal, AbortSignal.timeout(deps.timeoutMs ?? 15e3)]);
       const outcome = await classify(
-        (async () => {
-          // The timeout also covers a headers function (a token refresh) that never answers.
-          const timedOut = new Promise<never>((_, reject) => (request.onabort = () => reject(request.reason)));
-          const init = new Headers(await Promise.race([headers(), timedOut]));
-          init.set('content-type', 'application/json');
-          init.set('idempotency-key', operationId);
-          return (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
+        headers().then((own) =>
+          (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
             method: 'POST',
-            headers: init,
+            headers: { ...own, 'content-type': 'application/json', 'idempotency-key': operationId },
             body: JSON.stringify({ content }),
-            signal: request,
-          });
-        })(),
+            signal: AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]),
+          }),
+        ),
         conversationId,
         now(),
       );
@@ -386,14 +389,13 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         void save({ ...rest, state: 'accepted', turnId, messageId, acceptedAt: time });
         return;
       }
-      const { error, retryAfterMs = 0 } = outcome;
-      const delayMs = Math.max(jitteredDelay(policy, sending.attempts, deps.random ?? Math.random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
-      if (!outcome.retry) fail(sending, error);
-      else if (time + delayMs >= entry.createdAt + maxAgeMs) fail(sending, expired(sending, error));
-      else {
+      const { error, retry, retryAfterMs = 0 } = outcome;
+      const delayMs = Math.max(jitteredDelay(policy, sending.attempts, random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
+      // No retry is scheduled past the entry's age limit: it fails now instead.
+      if (retry && time + delayMs < entry.createdAt + maxAgeMs) {
         emit({ type: 'retry', scope: 'submit', id: operationId, attempt: sending.attempts + 1, delayMs, cause: error });
         void save({ ...sending, state: 'queued', nextAttemptAt: time + delayMs, lastError: error.toJSON() });
-      }
+      } else fail(sending, retry ? expired(sending, error) : error);
     } finally {
       busy.delete(operationId);
       poke();
@@ -413,7 +415,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
 
   const channel = deps.channel === undefined ? (typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : undefined) : deps.channel?.(name);
   channel?.addEventListener('message', ({ data }) => (typeof data === 'string' ? forget(data) : void reload()));
-  const unsubscribe = deps.network?.subscribe((next) => {
+  const unsubscribe = network?.subscribe((next) => {
     online = next;
     // Back online: whatever waits out a backoff goes now (in memory only: the sender acts at once).
     if (online) for (const entry of list) if (entry.state === 'queued') set(entry.operationId, { ...entry, nextAttemptAt: now() });
@@ -429,22 +431,20 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     entries: { getSnapshot: () => list, subscribe: listeners.subscribe },
 
     enqueue(conversationId, content) {
-      if (signal.aborted) throw new CancelledError('disposed', 'The outbox was disposed.');
+      if (disposed) throw new CancelledError('disposed', 'The outbox was disposed.');
       assertId('A conversation id', conversationId);
+      // zod's output is a private copy: the app may mutate its object after sending.
       const parsed = submitBodySchema.safeParse({ content });
-      const body = parsed.success && JSON.stringify(parsed.data);
-      if (!body || new Blob([body]).size > MAX_SUBMIT_BYTES) {
+      if (!parsed.success || new Blob([JSON.stringify(parsed.data)]).size > MAX_SUBMIT_BYTES) {
         throw new LifelineError('invalid_argument', 'content must be a string or JSON object of at most 64 KiB.');
       }
       const time = now();
       const operationId = nanoid();
-      // Posted only once written: busy until then.
-      busy.set(operationId, new AbortController());
+      // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.
       const written = save({
         operationId,
         conversationId,
-        // A private copy: the app may mutate its object after sending.
-        content: (JSON.parse(body) as { content: MessageContent }).content,
+        content: parsed.data.content,
         createdAt: time,
         // Timestamps, so entries from several tabs interleave in time order.
         order: Math.max(time, ...list.map((entry) => entry.order + 1)),
@@ -452,8 +452,6 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         nextAttemptAt: time,
         state: 'queued',
       }).then((error) => {
-        busy.delete(operationId);
-        poke();
         if (error) throw error;
       });
       // Callers may ignore `written`; the failure is already a diagnostic.
@@ -485,6 +483,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     clear,
 
     dispose() {
+      disposed = true;
       stop.abort();
       void clear();
       unsubscribe?.();
