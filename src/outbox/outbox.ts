@@ -4,22 +4,23 @@
  * survives reloads and is sent by exactly one tab.
  *
  * How it works:
- * - State is one frozen array of entries sorted by `order`, changed only through
- *   `#set`; every change of an entry's state goes through `#save` (memory at once, then
- *   storage). Storage operations of this tab run one after another (`#chain`), so a
- *   re-read always sees this tab's earlier writes.
- * - One tab drains (Web Locks, else a lease in storage) and only while entries are
- *   pending. Its single loop (`#drain`) posts each conversation's head when due and sleeps
- *   until the next due time or change. Duplicate sending (a frozen lease holder waking
- *   up) is harmless: every attempt of an entry carries the same key.
+ * - State is one frozen array of entries sorted by `order`, changed only through `set`;
+ *   every change of an entry's state goes through `save` (memory at once, then storage).
+ *   This tab's storage operations run one after another (`chain`): an entry's `sending`
+ *   write (awaited before each POST) lands after its first write, and a re-read sees
+ *   every earlier write.
+ * - One tab sends (Web Locks, else a lease in storage), only while entries are pending.
+ *   Its single loop (`drain`) posts each conversation's head when due and sleeps until
+ *   the next due time or change. Duplicate sending (a frozen lease holder waking up) is
+ *   harmless: every attempt of an entry carries the same key.
  * - Per conversation, entries go out strictly in `order`: the first `queued`/`sending`
  *   entry is the head and nothing behind it is posted until it is accepted or failed. A
  *   `failed` entry does not block: it waits for `retry`/`discard` while later ones flow.
  * - Other tabs learn of changes through a BroadcastChannel: `null` means "re-read
  *   storage", an operation id means "deleted".
- * - Every tab hands accepted entries it sees to `onAccepted`, once each, and deletes them
- *   `acceptedRetentionMs` after that settled. If `onAccepted` rejects the entry is kept,
- *   so the next page's `start()` offers it again.
+ * - Every tab hands the accepted entries it sees to `onAccepted`, once each, and deletes
+ *   them `acceptedRetentionMs` after that settled. If `onAccepted` rejects the entry is
+ *   kept, so the next page's `start()` offers it again.
  * - `retry(id)` of a failed entry re-arms it as if just created (createdAt = now,
  *   attempts = 0): `maxAgeMs` counts from there. Its operation id and position are kept.
  */
@@ -66,7 +67,7 @@ export interface OutboxDeps {
   timeoutMs?: number;
   /** An entry still not accepted this long after it was created fails with `retry_exhausted`, ms. Default 24 h. */
   maxAgeMs?: number;
-  /** How long an accepted entry stays listed after `onAccepted` settled, ms. Default 10 000. */
+  /** How long an accepted entry stays listed (and stored) after `onAccepted` settled in this tab, ms. Default 10 000. */
   acceptedRetentionMs?: number;
   /** Partition: lock, lease and channel are named `lifeline-outbox:<namespace>`. Default `'default'`. */
   namespace?: string;
@@ -104,7 +105,7 @@ export interface Enqueued {
   readonly written: Promise<void>;
 }
 
-/** The outbox as the client drives it. */
+/** The outbox as the client drives it. Its methods need no `this` (they may be passed around). */
 export interface OutboxController {
   /** Every entry (queued, sending, failed, briefly accepted) by order; a stable array while unchanged. */
   readonly entries: ExternalStore<readonly OutboxEntry[]>;
@@ -287,7 +288,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         }
         return skipped;
       })
-      .catch((error: unknown) => [trouble(error)]));
+      .catch((error: unknown) => (trouble(error), [])));
   };
 
   // ------------------------------------------------------------------ sending (one tab)
