@@ -190,6 +190,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   /** Ends the sender loop's sleep. */
   let wake: (() => void) | undefined;
   let online = network?.online() ?? true;
+  /** Back online: the next look sends every head at once, backoff or not. */
+  let hurry = false;
 
   const emit = (diagnostic: Unstamped<Diagnostic>): void => deps.emit({ ...diagnostic, at: now() } as Diagnostic);
   const find = (operationId: string): OutboxRecord | undefined => list.find((entry) => entry.operationId === operationId);
@@ -353,9 +355,10 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       if (heads.has(entry.conversationId)) continue;
       heads.add(entry.conversationId);
       if (!free || !online) continue;
-      if (entry.nextAttemptAt > time) wakeAt = Math.min(wakeAt, entry.nextAttemptAt);
+      if (entry.nextAttemptAt > time && !hurry) wakeAt = Math.min(wakeAt, entry.nextAttemptAt);
       else void attempt(entry);
     }
+    hurry = false;
     return wakeAt;
   };
 
@@ -417,9 +420,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const channel = deps.channel === undefined ? (typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : undefined) : deps.channel?.(name);
   channel?.addEventListener('message', ({ data }) => (typeof data === 'string' ? forget(data) : void reload()));
   const unsubscribe = network?.subscribe((next) => {
-    online = next;
-    // Back online: whatever waits out a backoff goes now (in memory only: the sender acts at once).
-    if (online) for (const entry of list) if (entry.state === 'queued') set(entry.operationId, { ...entry, nextAttemptAt: now() });
+    hurry = online = next;
     poke();
   });
 
