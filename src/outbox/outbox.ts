@@ -25,15 +25,14 @@
  *   attempts = 0): `maxAgeMs` counts from there. Its operation id and position are kept.
  */
 import { nanoid } from 'nanoid';
-import { jitteredDelay, resolveRetryPolicy } from '../core/backoff.js';
+import { jitteredDelay, parseRetryAfter, resolveRetryPolicy } from '../core/backoff.js';
 import { createEmitter } from '../core/subscribable.js';
-import { asStorageError, CancelledError, LifelineError, TransportError, type StorageError } from '../errors.js';
-import { assertId, MAX_SUBMIT_BYTES, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import { asStorageError, LifelineError, ProtocolError, TransportError, type LifelineErrorCode, type StorageError } from '../errors.js';
+import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
-import { endpoint, headersResolver } from '../transport/http.js';
+import { endpoint, headersResolver, readServerError } from '../transport/http.js';
 import type { NetworkMonitor } from '../transport/network.js';
 import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
-import { classify } from './classify.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
 export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
@@ -112,7 +111,8 @@ export interface OutboxController {
   /**
    * Adds a submission. The entry shows as `queued` at once and is posted only after it is
    * in storage. Throws `invalid_argument` for a bad conversation id or content (not a
-   * string or JSON object, or over 64 KiB), `disposed` after {@link dispose}.
+   * string or JSON object, or over 64 KiB). Not to be called after {@link dispose} (the
+   * client refuses that itself).
    */
   enqueue(conversationId: string, content: MessageContent): Enqueued;
   /**
@@ -142,6 +142,9 @@ export interface OutboxController {
 type Unstamped<D> = D extends unknown ? Omit<D, 'at'> : never;
 
 const isPending = (entry: OutboxRecord): boolean => entry.state === 'queued' || entry.state === 'sending';
+
+/** Retryable statuses with a code of their own; the others are `http_error`. */
+const RETRY_CODES: Partial<Record<number, LifelineErrorCode>> = { 408: 'timeout', 429: 'rate_limited', 503: 'server_unavailable' };
 
 /** What changes as an entry moves on: records read back equal to this are the same entry. */
 const progress = (entry: OutboxRecord): string => [entry.state, entry.attempts, entry.nextAttemptAt, entry.createdAt].join();
@@ -371,30 +374,59 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       await save(sending);
       if (abort.signal.aborted) return;
       emit({ type: 'submit', operationId, conversationId, attempt: sending.attempts });
-      const outcome = await classify(
-        headers().then((own) =>
+      // What the attempt came to: the server's answer, or an error worth another attempt
+      // with the same key (`retry`, after at least `retryAfterMs` when the server says so) or not.
+      let outcome: SubmitAnswer | LifelineError;
+      let replayed = false;
+      let retry = true;
+      let retryAfterMs: number | undefined;
+      try {
+        const response = await headers().then((own) =>
           (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
             method: 'POST',
             headers: { ...own, 'content-type': 'application/json', 'idempotency-key': operationId },
             body: JSON.stringify({ content }),
             signal: AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]),
           }),
-        ),
-        conversationId,
-        now(),
-      );
+        );
+        const { status, headers: answerHeaders } = response;
+        replayed = answerHeaders.get('idempotent-replayed') === 'true';
+        retryAfterMs = parseRetryAfter(answerHeaders.get('retry-after'), now());
+        if (response.ok) {
+          const parsed = submitAnswerSchema.safeParse(await response.json().catch(() => undefined));
+          // No protocol answer (a captive portal's page) may not come from Lifeline: retried. An
+          // answer for another conversation would come back the same on every retry: failed.
+          retry = !parsed.success;
+          outcome =
+            parsed.success && parsed.data.conversationId === conversationId
+              ? parsed.data
+              : new ProtocolError('invalid_response', 'Invalid submit answer.', { status });
+        } else {
+          // The same request may succeed later after 408, 409 (key still in flight), 425, 429, 5xx.
+          retry = [408, 409, 425, 429].includes(status) || status > 499;
+          const server = await readServerError(response);
+          outcome = new TransportError(retry ? (RETRY_CODES[status] ?? 'http_error') : 'submission_rejected', `Submit answered ${status}.`, {
+            status,
+            ...(server && { serverCode: server.code }),
+          });
+        }
+      } catch (cause) {
+        // Refused, offline, timed out, a failing headers function: all of them may heal.
+        const timeout = ['TimeoutError', 'AbortError'].includes((cause as Error | undefined)?.name ?? '');
+        outcome = new TransportError(timeout ? 'timeout' : 'network_error', 'The submission did not get through.', { cause });
+      }
       // Discarded, cleared or disposed meanwhile.
       if (abort.signal.aborted) return;
       const time = now();
-      if ('answer' in outcome) {
-        const { turnId, messageId } = outcome.answer;
-        emit({ type: 'accepted', operationId, turnId, replayed: outcome.replayed });
+      if (!(outcome instanceof LifelineError)) {
+        const { turnId, messageId } = outcome;
+        emit({ type: 'accepted', operationId, turnId, replayed });
         const { lastError: _, ...rest } = sending;
         void save({ ...rest, state: 'accepted', turnId, messageId, acceptedAt: time });
         return;
       }
-      const { error, retry, retryAfterMs = 0 } = outcome;
-      const delayMs = Math.max(jitteredDelay(policy, sending.attempts, random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
+      const error = outcome;
+      const delayMs = Math.max(jitteredDelay(policy, sending.attempts, random), Math.min(retryAfterMs ?? 0, policy.maxRetryAfterMs));
       // No retry is scheduled past the entry's age limit: it fails now instead.
       if (retry && time + delayMs < entry.createdAt + maxAgeMs) {
         emit({ type: 'retry', scope: 'submit', id: operationId, attempt: sending.attempts + 1, delayMs, cause: error });
@@ -433,7 +465,6 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     entries: { getSnapshot: () => list, subscribe: listeners.subscribe },
 
     enqueue(conversationId, content) {
-      if (disposed) throw new CancelledError('disposed', 'The outbox was disposed.');
       assertId('A conversation id', conversationId);
       // zod's output is a private copy: the app may mutate its object after sending.
       const parsed = submitBodySchema.safeParse({ content });
