@@ -232,7 +232,9 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
    * `null` means "re-read storage", an operation id "deleted". Resolves with the error, if any.
    */
   const queue = (write: () => Promise<void>, notice: string | null): Promise<StorageError | void> =>
-    (chain = chain.then(write).then(() => void (disposed || channel?.postMessage(notice)), trouble)) as Promise<StorageError | void>;
+    (chain = chain.then(write).then(() => {
+      if (!disposed) channel?.postMessage(notice);
+    }, trouble)) as Promise<StorageError | void>;
 
   /** The one state-write path: memory at once, then storage. Resolves with the storage error, if any. */
   const save = (entry: OutboxRecord): Promise<StorageError | void> => {
@@ -311,7 +313,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     while (!disposed) {
       if (await takeLease()) {
         await drain(true);
-        return storage.releaseLease(name, owner).catch(trouble) as Promise<void>;
+        await storage.releaseLease(name, owner).catch(trouble);
+        return;
       }
       await new Promise((resolve) => setTimeout(resolve, leaseTtlMs / 2));
     }
@@ -411,7 +414,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
           });
         }
       } catch (cause) {
-        // Refused, offline, timed out, a failing headers function: all of them may heal.
+        // Refused, offline, timed out (some browsers say AbortError), a failing headers function: all may heal.
         const timeout = ['TimeoutError', 'AbortError'].includes((cause as Error | undefined)?.name ?? '');
         outcome = new TransportError(timeout ? 'timeout' : 'network_error', 'The submission did not get through.', { cause });
       }
@@ -425,13 +428,12 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         void save({ ...rest, state: 'accepted', turnId, messageId, acceptedAt: time });
         return;
       }
-      const error = outcome;
       const delayMs = Math.max(jitteredDelay(policy, sending.attempts, random), Math.min(retryAfterMs ?? 0, policy.maxRetryAfterMs));
       // No retry is scheduled past the entry's age limit: it fails now instead.
       if (retry && time + delayMs < entry.createdAt + maxAgeMs) {
-        emit({ type: 'retry', scope: 'submit', id: operationId, attempt: sending.attempts + 1, delayMs, cause: error });
-        void save({ ...sending, state: 'queued', nextAttemptAt: time + delayMs, lastError: error.toJSON() });
-      } else fail(sending, retry ? expired(sending, error) : error);
+        emit({ type: 'retry', scope: 'submit', id: operationId, attempt: sending.attempts + 1, delayMs, cause: outcome });
+        void save({ ...sending, state: 'queued', nextAttemptAt: time + delayMs, lastError: outcome.toJSON() });
+      } else fail(sending, retry ? expired(sending, outcome) : outcome);
     } finally {
       busy.delete(operationId);
       poke();

@@ -423,6 +423,41 @@ describe('outbox (fake timers)', () => {
     expect(notified).toBe(0);
   });
 
+  it('a change made here while storage is being re-read is not undone by that read', async () => {
+    const channel = channelFactory();
+    const storage = createFakeStorage();
+    const network = createFakeNetwork(true);
+    let reject = true;
+    const { outbox, entry } = setup((call) => (reject ? errorAnswer(400, 'invalid_body') : accepted(call)), { channel, storage, network });
+    const failed = outbox.enqueue('conv', 'x');
+    await until(() => storage.rows.get(failed.operationId)?.state === 'failed', 'failed and stored');
+    // Offline, an entry of another conversation keeps the sender waiting (no re-read when it wakes).
+    network.set(false);
+    const waiting = outbox.enqueue('other', 'y');
+    await until(() => storage.rows.has(waiting.operationId), 'waiting entry stored');
+    await settle();
+    // Another tab's notice starts a re-read that returns what storage holds now (failed), once released.
+    let release: (() => void) | undefined;
+    const load = storage.loadOutbox.bind(storage);
+    storage.loadOutbox = async () => {
+      storage.loadOutbox = load;
+      const result = await load();
+      await new Promise<void>((resolve) => (release = resolve));
+      return result;
+    };
+    const otherTab = channel('lifeline-outbox:default');
+    otherTab.postMessage(null);
+    otherTab.close();
+    await until(() => release !== undefined, 'the re-read under way');
+    reject = false;
+    await outbox.retry(failed.operationId);
+    release?.();
+    await settle();
+    expect(entry(failed.operationId)?.state).toBe('queued');
+    network.set(true);
+    await until(() => entry(failed.operationId)?.state === 'accepted' && entry(waiting.operationId)?.state === 'accepted', 'both sent');
+  });
+
   it('resolves headers afresh before every attempt', async () => {
     let token = 0;
     let calls = 0;
