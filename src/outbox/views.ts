@@ -15,8 +15,8 @@ export function isUnaccepted(entry: OutboxEntry): boolean {
  * A filtered view of the controller's entries. The snapshot is the same array until an
  * entry it holds changes, so a conversation's view ignores other conversations' churn.
  */
-export function createOutboxView(controller: OutboxController, keep: (entry: OutboxEntry) => boolean): Outbox {
-  return { ...filteredStore(controller.entries, keep), retry: controller.retry, discard: controller.discard };
+export function createOutboxView({ entries, retry, discard }: OutboxController, keep: (entry: OutboxEntry) => boolean): Outbox {
+  return { ...filteredStore(entries, keep), retry, discard };
 }
 
 /** A filtered external store over a list store, with the same snapshot while the kept items are the same objects. */
@@ -46,20 +46,20 @@ export interface SubmissionTracker {
   dispose(): void;
 }
 
-export function createSubmissionTracker(controller: OutboxController): SubmissionTracker {
+export function createSubmissionTracker({ entries }: OutboxController): SubmissionTracker {
   /** Settles an open handle: a turn resolves it, an error rejects it. */
   const open = new Map<string, (outcome: Turn | LifelineError) => void>();
   return {
     track(operationId) {
       // Entries are replaced on change, so this is the same object while the entry is unchanged.
-      const getSnapshot = (): OutboxEntry | undefined => controller.entries.getSnapshot().find((entry) => entry.operationId === operationId);
+      const getSnapshot = (): OutboxEntry | undefined => entries.getSnapshot().find((entry) => entry.operationId === operationId);
       const accepted = new Promise<Turn>((resolve, reject) => {
         const check = (): void => {
           const entry = getSnapshot();
           // Gone unaccepted (the entry is listed from `enqueue` on): discarded or cleared.
           if (!entry || entry.state === 'failed') settle(entry?.lastError ? errorFromJson(entry.lastError) : new CancelledError());
         };
-        const unsubscribe = controller.entries.subscribe(check);
+        const unsubscribe = entries.subscribe(check);
         const settle = (outcome: Turn | LifelineError): void => {
           unsubscribe();
           open.delete(operationId);
@@ -70,7 +70,7 @@ export function createSubmissionTracker(controller: OutboxController): Submissio
         check();
       });
       accepted.catch(() => undefined);
-      return { operationId, accepted, getSnapshot, subscribe: controller.entries.subscribe };
+      return { operationId, accepted, getSnapshot, subscribe: entries.subscribe };
     },
     accept: (operationId, turn) => open.get(operationId)?.(turn),
     dispose() {
