@@ -31,7 +31,7 @@ import { asStorageError, LifelineError, ProtocolError, TransportError, type Life
 import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
 import { endpoint, headersResolver, readServerError } from '../transport/http.js';
-import type { NetworkMonitor } from '../transport/network.js';
+import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
 import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
@@ -86,7 +86,7 @@ export interface OutboxDeps {
   locks?: OutboxLocks | null;
   /** Default `new BroadcastChannel(name)` when present; `null` disables cross-tab notices. */
   channel?: ((name: string) => OutboxChannel) | null;
-  /** Online/offline (the client passes the browser's events); always online without one. */
+  /** Default: the browser's `online`/`offline` events ({@link createBrowserNetworkMonitor}); `null`: always online. */
   network?: NetworkMonitor | null;
   /** Lease time-to-live for the no-Web-Locks fallback, ms. Default 10 000. */
   leaseTtlMs?: number;
@@ -157,7 +157,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const {
     storage,
     onAccepted,
-    network,
+    network = createBrowserNetworkMonitor(),
     locks = (globalThis as { navigator?: { locks?: OutboxLocks } }).navigator?.locks,
     now = Date.now,
     random = Math.random,
