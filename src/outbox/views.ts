@@ -2,7 +2,7 @@
  * What the app sees of the outbox: filtered, stable views (`client.outbox`,
  * `conversation.outbox`) and the handle `conversation.send` returns.
  */
-import { CancelledError, errorFromJson, TransportError, type LifelineError } from '../errors.js';
+import { CancelledError, errorFromJson, type LifelineError } from '../errors.js';
 import type { ExternalStore, Outbox, OutboxEntry, Submission, Turn } from '../types.js';
 import type { OutboxController } from './outbox.js';
 
@@ -15,31 +15,27 @@ export function isUnaccepted(entry: OutboxEntry): boolean {
  * A filtered view of the controller's entries. The snapshot is the same array until an
  * entry it holds changes, so a conversation's view ignores other conversations' churn.
  */
-export function createOutboxView(controller: OutboxController, keep: (entry: OutboxEntry) => boolean): Outbox {
-  return { ...filteredStore(controller.entries, keep), retry: (id) => controller.retry(id), discard: (id) => controller.discard(id) };
+export function createOutboxView({ entries, retry, discard }: OutboxController, keep: (entry: OutboxEntry) => boolean): Outbox {
+  return { ...filteredStore(entries, keep), retry, discard };
 }
 
 /** A filtered external store over a list store, with the same snapshot while the kept items are the same objects. */
 export function filteredStore<T>(source: ExternalStore<readonly T[]>, keep: (item: T) => boolean): ExternalStore<readonly T[]> {
-  let input: readonly T[] | undefined;
   let output: readonly T[] = Object.freeze([]);
   return {
     getSnapshot() {
-      const all = source.getSnapshot();
-      if (all === input) return output;
-      input = all;
-      const next = all.filter(keep);
+      const next = source.getSnapshot().filter(keep);
       if (next.length !== output.length || next.some((item, i) => item !== output[i])) output = Object.freeze(next);
       return output;
     },
-    subscribe: (listener) => source.subscribe(listener),
+    subscribe: source.subscribe,
   };
 }
 
 /**
  * The handle of one send. `accepted` resolves through {@link SubmissionTracker.accept}
- * and rejects when the entry fails or disappears unaccepted (discarded). It is marked
- * handled, so an app that ignores it never sees an unhandled rejection.
+ * and rejects when the entry fails or disappears unaccepted (discarded, cleared). It is
+ * marked handled, so an app that ignores it never sees an unhandled rejection.
  */
 export interface SubmissionTracker {
   /** Creates the handle of a freshly enqueued entry. */
@@ -50,54 +46,35 @@ export interface SubmissionTracker {
   dispose(): void;
 }
 
-export function createSubmissionTracker(controller: OutboxController): SubmissionTracker {
-  const open = new Map<string, { resolve: (turn: Turn) => void; reject: (error: LifelineError) => void; seen: boolean }>();
-  let unsubscribe: (() => void) | undefined;
-
-  const check = (): void => {
-    const entries = new Map(controller.entries.getSnapshot().map((entry) => [entry.operationId, entry]));
-    for (const [id, waiter] of open) {
-      const entry = entries.get(id);
-      if (entry !== undefined) {
-        waiter.seen = true;
-        if (entry.state !== 'failed') continue;
-        waiter.reject(entry.lastError === undefined ? new TransportError('submission_rejected', 'The submission failed.') : errorFromJson(entry.lastError));
-      } else if (waiter.seen) {
-        waiter.reject(new CancelledError('cancelled', 'The submission was discarded before the server accepted it.'));
-      } else {
-        continue;
-      }
-      open.delete(id);
-    }
-    if (open.size === 0) {
-      unsubscribe?.();
-      unsubscribe = undefined;
-    }
-  };
-
+export function createSubmissionTracker({ entries }: OutboxController): SubmissionTracker {
+  /** Settles an open handle: a turn resolves it, an error rejects it. */
+  const open = new Map<string, (outcome: Turn | LifelineError) => void>();
   return {
     track(operationId) {
-      const accepted = new Promise<Turn>((resolve, reject) => open.set(operationId, { resolve, reject, seen: false }));
+      // Entries are replaced on change, so this is the same object while the entry is unchanged.
+      const getSnapshot = (): OutboxEntry | undefined => entries.getSnapshot().find((entry) => entry.operationId === operationId);
+      const accepted = new Promise<Turn>((resolve, reject) => {
+        const check = (): void => {
+          const entry = getSnapshot();
+          // Gone unaccepted (the entry is listed from `enqueue` on): discarded or cleared.
+          if (!entry || entry.state === 'failed') settle(entry?.lastError ? errorFromJson(entry.lastError) : new CancelledError());
+        };
+        const unsubscribe = entries.subscribe(check);
+        const settle = (outcome: Turn | LifelineError): void => {
+          unsubscribe();
+          open.delete(operationId);
+          if (outcome instanceof Error) reject(outcome);
+          else resolve(outcome);
+        };
+        open.set(operationId, settle);
+        check();
+      });
       accepted.catch(() => undefined);
-      unsubscribe ??= controller.entries.subscribe(check);
-      check();
-      const entry = filteredStore(controller.entries, (item) => item.operationId === operationId);
-      return {
-        operationId,
-        accepted,
-        getSnapshot: () => entry.getSnapshot()[0],
-        subscribe: entry.subscribe,
-      };
+      return { operationId, accepted, getSnapshot, subscribe: entries.subscribe };
     },
-    accept(operationId, turn) {
-      open.get(operationId)?.resolve(turn);
-      open.delete(operationId);
-    },
+    accept: (operationId, turn) => open.get(operationId)?.(turn),
     dispose() {
-      for (const waiter of open.values()) waiter.reject(new CancelledError('disposed', 'The Lifeline client was disposed.'));
-      open.clear();
-      unsubscribe?.();
-      unsubscribe = undefined;
+      for (const settle of open.values()) settle(new CancelledError('disposed', 'The client was disposed.'));
     },
   };
 }

@@ -5,8 +5,7 @@
  */
 import { setImmediate as turn } from 'node:timers/promises';
 import { StorageError } from '../../../src/errors.js';
-import type { NetworkMonitor, OutboxChannel, OutboxDeps, OutboxStorage } from '../../../src/outbox/outbox.js';
-import type { OutboxLocks } from '../../../src/outbox/leadership.js';
+import type { NetworkMonitor, OutboxChannel, OutboxDeps, OutboxLocks, OutboxStorage } from '../../../src/outbox/outbox.js';
 import type { LoadResult, OutboxRecord } from '../../../src/storage/store.js';
 import type { Diagnostic } from '../../../src/types.js';
 
