@@ -153,7 +153,7 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
    * chunk under the same key.
    */
   const write = (items: readonly Write[], fold?: boolean): Promise<void> =>
-    run(['turns', 'chunks'], 'readwrite', async (tx) => {
+    turnsTx(async (tx) => {
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
       const rows = new Map(items.map(({ record }) => [record.id, record]));
@@ -171,6 +171,9 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
         ...next.map(async (row) => row && turns.put(row)),
       ]);
     });
+
+  /** A read-write transaction on a turn's row and chunks. */
+  const turnsTx = <R>(body: (tx: Tx<['turns', 'chunks'], 'readwrite'>) => Promise<R>): Promise<R> => run(['turns', 'chunks'], 'readwrite', body);
 
   const store: IndexedDbStore = {
     kind: 'indexeddb',
@@ -210,10 +213,10 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
     appendChunks: write,
     foldTurn: (record) => write([{ record }], true),
     async deleteTurn(turnId) {
-      await run(['turns', 'chunks'], 'readwrite', (tx) => Promise.all(remove(tx, turnId)));
+      await turnsTx((tx) => Promise.all(remove(tx, turnId)));
     },
     sweepEnded: (before) =>
-      run(['turns', 'chunks'], 'readwrite', async (tx) => {
+      turnsTx(async (tx) => {
         // Keys only: old texts are deleted, not read.
         const ids = await tx.objectStore('turns').index('by-ended').getAllKeys(IDBKeyRange.upperBound(before, true));
         await Promise.all(ids.flatMap((id) => remove(tx, id)));

@@ -194,8 +194,9 @@ export function createPersistence(options: PersistenceOptions): Persistence {
   };
 
   /**
-   * Queues one write of the chunks `take` builds, when its turn comes (rows then say the
-   * newest status). Taken once: a retry on the memory store writes the same events.
+   * Queues one write of the chunks `take` builds when its turn comes (so it takes all that
+   * is buffered by then, with the newest rows), in one call: one transaction when the store
+   * has `appendChunks`. Taken once: a retry on the memory store writes the same events.
    */
   const write = (take: () => ChunkWrite[]): Promise<void> => {
     let items: ChunkWrite[] | undefined;
@@ -278,23 +279,20 @@ export function createPersistence(options: PersistenceOptions): Persistence {
     get store() {
       return store;
     },
-    // Every method of the outbox's share, on whichever store is current.
+    // Every method of the outbox's share, called on whichever store is current.
     outbox: Object.fromEntries(
       (['loadOutbox', 'putOutbox', 'deleteOutbox', 'tryLease', 'releaseLease'] as const).map((method) => [
         method,
         (...args: unknown[]) => guard((target) => (target[method] as (...a: unknown[]) => Promise<unknown>)(...args)),
       ]),
     ) as unknown as OutboxStorage,
-
-    async open() {
-      store.onTrouble = (error) => report([error]);
-      try {
-        await store.open();
+    // A store that cannot open fails the guard: the layer goes on in memory, degraded.
+    open: () =>
+      guard(async (target) => {
+        target.onTrouble = (error) => report([error]);
+        await target.open();
         if (status.state == 'opening') setStatus({ ...status, state: options.memoryByChoice ? 'memory' : 'ok' });
-      } catch (error) {
-        await guard(() => Promise.reject(error)).catch(() => undefined);
-      }
-    },
+      }),
     loadUnfinished: () =>
       serial(async (target) => {
         const { items, skipped } = await target.loadTurns({ unfinished: true });
