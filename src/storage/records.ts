@@ -23,10 +23,16 @@ const count = z.int().check(z.gte(0));
 const text = z.string();
 const content = submitBodySchema.shape.content;
 const optional = z.exactOptional;
-/** Codes and kinds are open-ended (new ones may come); `errorFromJson` copes with any. */
-const code = <T>() => z.custom<T>((value) => typeof value == 'string');
+/** Kinds and codes are open-ended (new ones may come): any string, as `errorFromJson` copes with any. */
 const errorSchema = optional(
-  z.object({ name: text, kind: code<LifelineErrorKind>(), code: code<LifelineErrorCode>(), message: text, status: optional(z.number()), serverCode: optional(text) }),
+  z.object({
+    name: text,
+    kind: text as z.ZodMiniType<string> as z.ZodMiniType<LifelineErrorKind>,
+    code: text as z.ZodMiniType<string> as z.ZodMiniType<LifelineErrorCode>,
+    message: text,
+    status: optional(z.number()),
+    serverCode: optional(text),
+  }),
 );
 
 /** A row of object store `turns`. */
