@@ -145,6 +145,9 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
     }
   };
 
+  /** A read-write transaction on a turn's row and chunks. */
+  const turnsTx = <R>(body: (tx: Tx<['turns', 'chunks'], 'readwrite'>) => Promise<R>): Promise<R> => run(['turns', 'chunks'], 'readwrite', body);
+
   /**
    * Every turn write, in one transaction: rows (the last one given for a turn wins) by
    * the rules of `monotonic.ts`, chunks that are not shorter than what their key holds, and
@@ -172,9 +175,6 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       ]);
     });
 
-  /** A read-write transaction on a turn's row and chunks. */
-  const turnsTx = <R>(body: (tx: Tx<['turns', 'chunks'], 'readwrite'>) => Promise<R>): Promise<R> => run(['turns', 'chunks'], 'readwrite', body);
-
   const store: IndexedDbStore = {
     kind: 'indexeddb',
     databaseName,
@@ -188,7 +188,7 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       const values = await run(['turns'], 'readonly', async ({ store: turns }) => {
         if (conversationId !== undefined) return turns.index('by-conversation').getAll(conversationId);
         if (!unfinished) return turns.getAll();
-        // Every status but the ended ones (cancelled < complete < failed), so a foreign one is found and reported.
+        // Below 'cancelled' and above 'failed': every live status (and a foreign one there, reported), none of the ended ones.
         const ranges = [IDBKeyRange.upperBound('cancelled', true), IDBKeyRange.lowerBound('failed', true)];
         return (await Promise.all(ranges.map((range) => turns.index('by-status').getAll(range)))).flat();
       });
