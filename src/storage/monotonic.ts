@@ -1,47 +1,63 @@
 /**
- * The rule every store applies, inside the transaction of each write, to a turn's row:
- * rows only move forward. Tabs of one origin share one database and may follow the same
- * turn; the tab that sees `turn.end` first folds it (deletes its chunks, writes the whole
- * text) while another is still appending. Without this rule that late append turns the
- * folded row back into an unfinished one holding only the late chunks: a hole from seq 1
- * on the next load, and a finished turn followed again. Chunks follow the same rule.
+ * The rules every store applies, inside the transaction of each write: rows only move
+ * forward. Tabs of one origin share one database and may follow the same turn; the tab
+ * that sees `turn.end` first folds it (deletes its chunks, writes the whole text) while
+ * another is still appending. Without these rules that late append turns the folded row
+ * back into an unfinished one holding only the late chunks: a hole from seq 1 on the next
+ * load, and a finished turn followed again. Loading follows one rule too: events from
+ * seq 1 on, up to the first hole or bad chunk.
  */
-import type { EventChunk, TurnRecord } from './store.js';
+import { chunkSchema, corruptRecord } from './records.js';
+import type { LeaseRecord } from './schema.js';
+import type { EventChunk, LoadedTurn, TurnRecord } from './store.js';
 
-/** What a write decides on of the row already stored. */
-export type StoredRow = Pick<TurnRecord, 'lastSeq' | 'text'>;
+/** What is stored under a key, as read back (unchecked). */
+type Stored<T> = Partial<T> | undefined;
 
 /**
- * The row an append or row write stores over `stored`, or `undefined` when the write is
- * dropped: a folded row's text is final, so late events of an ended turn add nothing
- * (not an error). Else the incoming row, with `lastSeq` never below the stored one.
- * An unfolded row with an ended status is not final: a revived turn writes past it.
+ * The row a write stores over `stored`, or `undefined` when the write is dropped (not an
+ * error). A folded row (with `text`) is final: only a fold that got at least as far
+ * replaces it. A fold replaces any unfolded row. Any other row keeps the stored `lastSeq`
+ * when that is higher. An unfolded row with an ended status is not final: a revived turn
+ * writes past it.
  */
-export function nextRow(stored: StoredRow | undefined, incoming: TurnRecord): TurnRecord | undefined {
-  if (stored === undefined) return incoming;
-  if (stored.text !== undefined) return undefined;
-  return incoming.lastSeq >= stored.lastSeq ? incoming : { ...incoming, lastSeq: stored.lastSeq };
-}
-
-/** A fold replaces any unfolded row, and a fold that got at least as far; never one that got further. */
-export function foldWins(stored: StoredRow | undefined, fold: TurnRecord): boolean {
-  return stored?.text === undefined || fold.lastSeq >= stored.lastSeq;
+export function nextRow(stored: Stored<TurnRecord>, row: TurnRecord): TurnRecord | undefined {
+  if (typeof stored?.text == 'string') return row.text !== undefined && !(row.lastSeq < stored.lastSeq!) ? row : undefined;
+  return row.text !== undefined ? row : { ...row, lastSeq: Math.max(row.lastSeq, Number(stored?.lastSeq) || 0) };
 }
 
 /**
- * Whether a chunk is written over what is stored under its key `[turnId, firstSeq]`:
- * not over a chunk that reaches as far. Two tabs cut their flushes at different seqs;
- * a shorter chunk written last would otherwise replace a longer one and leave a hole.
+ * Whether a chunk is written over what is stored under its key `[turnId, firstSeq]`: not
+ * over a chunk that reaches as far. Two tabs cut their flushes at different seqs; a
+ * shorter chunk written last would otherwise replace a longer one and leave a hole.
  */
-export function chunkWins(stored: unknown, chunk: EventChunk): boolean {
-  const reach = storedRow(stored)?.lastSeq;
-  return reach === undefined || reach < chunk.lastSeq;
+export function chunkWins(stored: Stored<EventChunk>, chunk: EventChunk): boolean {
+  return !(stored?.lastSeq! >= chunk.lastSeq);
 }
 
-/** The part of a raw stored row (or chunk) {@link nextRow} needs; `undefined` when absent or unreadable (then it is overwritten). */
-export function storedRow(value: unknown): StoredRow | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { lastSeq, text } = value as Record<string, unknown>;
-  if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq)) return undefined;
-  return typeof text === 'string' ? { lastSeq, text } : { lastSeq };
+/** Whether `owner` may take the lease: free, expired, unreadable, or already its own. */
+export function leaseFree(lease: Stored<LeaseRecord>, owner: string, now: number): boolean {
+  return lease?.owner == owner || !(lease?.expiresAt! > now);
+}
+
+/**
+ * A turn as loaded: a folded row is the whole turn; else its chunks (in firstSeq order)
+ * are joined into events from seq 1 on (overlapping chunks of two tabs give each seq
+ * once). A bad chunk or a hole ends the run and is reported. `lastSeq` is the last event
+ * returned, so the client fetches the rest instead of continuing over a hole (the row may
+ * also be ahead without corruption: a status written before the tab died with events
+ * still buffered).
+ */
+export function joinChunks(record: TurnRecord, chunks: readonly unknown[]): LoadedTurn {
+  const events: LoadedTurn['events'] = [];
+  if (record.text !== undefined) return { record, events };
+  for (const raw of chunks) {
+    const chunk = chunkSchema.safeParse(raw).data;
+    if (!chunk || chunk.firstSeq > events.length + 1) {
+      const { turnId, firstSeq } = raw as EventChunk;
+      return { record: { ...record, lastSeq: events.length }, events, skipped: [corruptRecord('chunks', [turnId, firstSeq])] };
+    }
+    for (const event of chunk.events) if (event.seq == events.length + 1) events.push(event);
+  }
+  return { record: { ...record, lastSeq: events.length }, events };
 }

@@ -18,7 +18,7 @@ import { asStorageError, type LifelineError, type StorageError } from '../errors
 import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
-import type { ActionState, EventChunk, LoadedTurn, OutboxRecord, Store, TurnRecord, TurnStatus } from './store.js';
+import type { ActionState, EventChunk, LoadedTurn, Store, TurnRecord, TurnStatus } from './store.js';
 
 /** What the persistence layer asks a followed turn when it writes its row. */
 export interface TurnMeta {
@@ -60,7 +60,7 @@ export interface PersistenceOptions {
 /** The user message that started a turn, as its row keeps it. */
 export interface TurnMessage {
   content: MessageContent;
-  operationId?: string;
+  operationId?: string | undefined;
 }
 
 /** The outbox's share of storage, routed to the current (possibly degraded) store. */
@@ -75,7 +75,7 @@ export interface Persistence {
   /** Every unfinished turn with its events; corrupt records are reported and skipped. */
   loadUnfinished(): Promise<LoadedTurn[]>;
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
-  /** Rows of one conversation's stored turns (folded ones with their text), oldest first. */
+  /** Rows of one conversation's stored turns (folded ones with their text). */
   loadConversation(conversationId: string): Promise<TurnRecord[]>;
   /**
    * Records the user message that started the turn: its row carries it from the next
@@ -117,389 +117,256 @@ export interface Persistence {
 }
 
 type Operation<T> = (store: Store) => Promise<T>;
-
-/** Default of {@link PersistenceOptions.maxWriteEvents}, as a multiple of `flushEvents`. */
-const WRITE_EVENTS_PER_FLUSH_EVENTS = 16;
-
-/**
- * A turn's unwritten events. Writes take them from `start` on; the array is replaced once
- * drained (or compacted once mostly taken), so taking is O(events taken), not O(buffer).
- */
-interface TurnBuffer {
-  events: TurnEvent[];
-  start: number;
-}
+type ChunkWrite = { record: TurnRecord; chunk: EventChunk };
 
 /** Creates the persistence layer over `options.store`. */
 export function createPersistence(options: PersistenceOptions): Persistence {
-  return new PersistenceImpl(options);
-}
-
-class PersistenceImpl implements Persistence {
-  readonly #options: PersistenceOptions;
-  readonly #primary: Store;
-  #store: Store;
-  #status: StorageStatus;
-  readonly #statusListeners = createEmitter<void>();
-  readonly status: ExternalStore<StorageStatus>;
-  readonly outbox: OutboxStorage;
-
-  readonly #meta = new Map<string, () => TurnMeta | undefined>();
+  const { now, emit, flushEvents } = options;
+  const maxWrite = options.maxWriteEvents ?? flushEvents * 16;
+  const primary = options.store;
+  const listeners = createEmitter<void>();
+  const metas = new Map<string, () => TurnMeta | undefined>();
+  let store = primary;
+  let status: StorageStatus = { state: 'opening', kind: store.kind };
   /** User messages per turn, written with every row of the turn (a row write replaces the row). */
-  #messages = new Map<string, TurnMessage>();
-  /** Last seq written per turn, so a row written on its own never moves its lastSeq back. */
-  readonly #written = new Map<string, number>();
-  /** Buffered events per turn, in arrival (= seq) order; turns in the order they are served. */
-  #buffers = new Map<string, TurnBuffer>();
-  #buffered = 0;
-  readonly #maxWriteEvents: number;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  /** The write loop while it runs: one capped write at a time, queued on {@link #chain}. */
-  #pump: Promise<void> | undefined;
+  let messages = new Map<string, TurnMessage>();
+  /** Buffered events per turn, in seq order; turns in the order they are served. */
+  let buffers = new Map<string, TurnEvent[]>();
+  let buffered = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  /** The write loop while it runs. */
+  let pump: Promise<void> | undefined;
   /** An explicit flush asked for everything: the loop runs until the buffer is empty. */
-  #drain = false;
-  /** Every write runs after the previous one, so rows and chunks land in order. */
-  #chain: Promise<unknown> = Promise.resolve();
-  #disposed = false;
+  let drain = false;
+  /** Every operation runs after the previous one, so rows and chunks land in order. */
+  let chain: Promise<unknown> = Promise.resolve();
+  let disposed = false;
 
-  constructor(options: PersistenceOptions) {
-    this.#options = options;
-    this.#primary = options.store;
-    this.#store = options.store;
-    this.#status = { state: 'opening', kind: options.store.kind };
-    this.#maxWriteEvents = Math.max(1, Math.floor(options.maxWriteEvents ?? options.flushEvents * WRITE_EVENTS_PER_FLUSH_EVENTS));
-    this.status = {
-      getSnapshot: () => this.#status,
-      subscribe: (listener) => this.#statusListeners.subscribe(listener),
-    };
-    this.outbox = {
-      loadOutbox: () => this.#guard((store) => store.loadOutbox()),
-      putOutbox: (record: OutboxRecord) => this.#guard((store) => store.putOutbox(record)),
-      deleteOutbox: (operationId: string) => this.#guard((store) => store.deleteOutbox(operationId)),
-      tryLease: (name: string, owner: string, ttlMs: number, now: number) => this.#guard((store) => store.tryLease(name, owner, ttlMs, now)),
-      releaseLease: (name: string, owner: string) => this.#guard((store) => store.releaseLease(name, owner)),
-    };
-  }
+  const setStatus = (next: StorageStatus): void => {
+    status = next;
+    emit({ type: 'storage', at: now(), status });
+    listeners.emit();
+  };
+  const report = (errors: readonly StorageError[] = []): void => errors.forEach((error) => emit({ type: 'storage-error', at: now(), error }));
 
-  get store(): Store {
-    return this.#store;
-  }
-
-  async open(): Promise<void> {
-    this.#store.onTrouble = (error) => this.#options.emit({ type: 'storage-error', at: this.#options.now(), error });
+  /** Runs `operation` on the current store; on failure degrades to memory (once) and runs it there. */
+  const guard = async <T>(operation: Operation<T>): Promise<T> => {
+    const used = store;
     try {
-      await this.#store.open();
-      if (this.#status.state === 'opening') this.#setStatus({ state: this.#options.memoryByChoice ? 'memory' : 'ok', kind: this.#store.kind });
+      return await operation(used);
     } catch (error) {
-      this.#degrade(error);
-    }
-  }
-
-  loadUnfinished(): Promise<LoadedTurn[]> {
-    return this.#serial(async (store) => {
-      const { items, skipped } = await store.loadTurns({ unfinished: true });
-      this.#reportSkipped(skipped);
-      const loaded: LoadedTurn[] = [];
-      for (const record of items) {
-        const turn = await store.loadTurn(record.id);
-        if (turn === undefined) continue;
-        this.#reportSkipped(turn.skipped ?? []);
-        this.#learn(turn.record);
-        loaded.push(turn);
+      if (used == store && status.state != 'degraded') {
+        store = createMemoryStore();
+        delete used.onTrouble;
+        try {
+          used.close();
+        } catch {
+          // Best effort: the broken store is not used again.
+        }
+        setStatus({ ...status, state: 'degraded', kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
       }
-      return loaded;
-    }, []);
-  }
-
-  loadTurn(turnId: string): Promise<LoadedTurn | undefined> {
-    return this.#serial(async (store) => {
-      const turn = await store.loadTurn(turnId);
-      this.#reportSkipped(turn?.skipped ?? []);
-      if (turn !== undefined) this.#learn(turn.record);
-      return turn;
-    }, undefined);
-  }
-
-  loadConversation(conversationId: string): Promise<TurnRecord[]> {
-    return this.#serial(async (store) => {
-      const { items, skipped } = await store.loadTurns({ conversationId });
-      this.#reportSkipped(skipped);
-      for (const record of items) this.#learn(record);
-      return items;
-    }, []);
-  }
-
-  setMessage(turnId: string, message: TurnMessage): void {
-    this.#messages.set(turnId, message);
-  }
-
-  message(turnId: string): TurnMessage | undefined {
-    return this.#messages.get(turnId);
-  }
-
-  track(turnId: string, meta: () => TurnMeta | undefined): void {
-    this.#meta.set(turnId, meta);
-  }
-
-  saveTurn(turnId: string): void {
-    // Only events already written count in the row's lastSeq; buffered ones follow with their chunks.
-    void this.#serial(async (store) => {
-      const record = this.#record(turnId, this.#written.get(turnId) ?? 0);
-      if (record !== undefined) await store.putTurn(record);
-    }, undefined);
-  }
-
-  append(turnId: string, event: TurnEvent): void {
-    if (this.#disposed) return;
-    let buffer = this.#buffers.get(turnId);
-    if (buffer === undefined) {
-      buffer = { events: [], start: 0 };
-      this.#buffers.set(turnId, buffer);
+      return operation(store);
     }
-    buffer.events.push(event);
-    this.#buffered += 1;
-    if (this.#buffered >= this.#options.flushEvents) {
-      if (this.#pump === undefined) this.#startPump();
-    } else {
-      this.#timer ??= setTimeout(this.#onTimer, this.#options.flushMs);
+  };
+
+  /** Runs `operation` after every earlier one; never rejects (`fallback` on failure). */
+  const serial = <T>(operation: Operation<T>, fallback?: T): Promise<T> => (chain = chain.then(() => guard(operation)).catch(() => fallback)) as Promise<T>;
+
+  /** The turn's row, or `undefined` while its conversation is unknown. */
+  const row = (turnId: string, lastSeq: number): TurnRecord | undefined => {
+    const meta = metas.get(turnId)?.();
+    const message = messages.get(turnId);
+    return meta && { ...meta, ...(message && { content: message.content }), id: turnId, lastSeq, updatedAt: now() };
+  };
+
+  /** Keeps the user message a stored row carries, so the turn's next row write keeps it too. */
+  const learn = ({ id, content, operationId }: TurnRecord): void => {
+    if (content !== undefined && !messages.has(id)) messages.set(id, { content, operationId });
+  };
+
+  const load = async (target: Store, turnId: string): Promise<LoadedTurn | undefined> => {
+    const turn = await target.loadTurn(turnId);
+    if (turn) {
+      report(turn.skipped);
+      learn(turn.record);
     }
-  }
-
-  flush(): Promise<void> {
-    if (this.#buffered === 0) return this.#chain.then(() => undefined);
-    this.#drain = true;
-    return this.#pump ?? this.#startPump();
-  }
-
-  end(turnId: string, folded: FoldedTurn): Promise<void> {
-    // The ended turn's rest is queued now, so its fold lands right after it rather than
-    // behind a backlog of other turns; other turns keep their own pace.
-    const buffer = this.#buffers.get(turnId);
-    if (buffer !== undefined) {
-      this.#dropBuffer(turnId);
-      const { events, start } = buffer;
-      for (let from = start; from < events.length; from += this.#maxWriteEvents) {
-        const to = Math.min(events.length, from + this.#maxWriteEvents);
-        void this.#serial((store) => this.#writeItems(store, this.#chunkItems(turnId, events, from, to, [])), undefined);
-      }
-    }
-    return this.#serial(async (store) => {
-      const base = this.#record(turnId, folded.lastSeq);
-      if (base === undefined) return;
-      const now = this.#options.now();
-      const record: TurnRecord = {
-        ...base,
-        status: folded.status,
-        lastSeq: folded.lastSeq,
-        text: folded.text,
-        actions: [...folded.actions],
-        endedAt: now,
-        updatedAt: now,
-        ...(folded.error === undefined ? {} : { error: folded.error.toJSON() }),
-      };
-      await store.foldTurn(record);
-    }, undefined);
-  }
-
-  discard(turnId: string): void {
-    this.#dropBuffer(turnId);
-    this.#written.delete(turnId);
-    void this.#serial((store) => store.deleteTurn(turnId), undefined);
-  }
-
-  sweep(): Promise<void> {
-    return this.#serial(async (store) => {
-      await store.sweepEnded(this.#options.now() - this.#options.retentionMs);
-    }, undefined);
-  }
-
-  clear(): Promise<void> {
-    this.#buffers = new Map();
-    this.#buffered = 0;
-    this.#messages = new Map();
-    return this.#serial(async (store) => {
-      await store.clear();
-      // Logout must wipe what the original store still holds even after degrading.
-      if (store !== this.#primary) {
-        await this.#primary.clear().catch((error: unknown) =>
-          this.#options.emit({ type: 'storage-error', at: this.#options.now(), error: asStorageError(error, 'Clearing the original store failed.') }),
-        );
-      }
-    }, undefined);
-  }
-
-  async dispose(): Promise<void> {
-    await this.flush();
-    this.#disposed = true;
-    this.#store.close();
-  }
-
-  readonly #onTimer = (): void => {
-    this.#timer = undefined;
-    if (this.#pump === undefined && this.#buffered > 0) this.#startPump();
+    return turn;
   };
 
   /**
-   * Runs the write loop: one capped write, then another while a full flush is buffered
-   * (or an explicit flush wants everything). Each write is its own step on the chain, so
-   * folds and loads queued meanwhile run between writes, and the page gets the event loop
-   * back between transactions. A remainder below `flushEvents` waits for the timer.
+   * Queues one write of the chunks `take` builds when its turn comes (so it takes all that
+   * is buffered by then, with the newest rows), in one call: one transaction when the store
+   * has `appendChunks`. Taken once: a retry on the memory store writes the same events.
    */
-  #startPump(): Promise<void> {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
-    this.#pump = this.#runPump();
-    return this.#pump;
-  }
+  const write = (take: () => ChunkWrite[]): Promise<void> => {
+    let items: ChunkWrite[] | undefined;
+    return serial(async (target) => {
+      items ??= take();
+      if (!items.length) return;
+      if (target.appendChunks) return target.appendChunks(items);
+      for (const { record, chunk } of items) await target.appendChunk(record, chunk);
+    });
+  };
 
-  async #runPump(): Promise<void> {
-    let taken: number;
-    do {
-      taken = await this.#serial((store) => this.#writeBuffered(store), 0);
-    } while (taken > 0 && this.#buffered > 0 && (this.#drain || this.#buffered >= this.#options.flushEvents));
-    // Decided and cleared in one step: a flush() from now on starts a new loop.
-    this.#pump = undefined;
-    if (this.#buffered === 0) this.#drain = false;
-    else if (!this.#disposed) this.#timer ??= setTimeout(this.#onTimer, this.#options.flushMs);
-  }
-
-  #dropBuffer(turnId: string): void {
-    const dropped = this.#buffers.get(turnId);
-    if (dropped === undefined) return;
-    this.#buffered -= dropped.events.length - dropped.start;
-    this.#buffers.delete(turnId);
-  }
-
-  /**
-   * Writes up to `maxWriteEvents` buffered events, in one call: contiguous runs become
-   * chunks. Returns how many it took. A turn only partly taken moves to the back, so a long backlog of one turn
-   * does not hold the others' events back.
-   */
-  async #writeBuffered(store: Store): Promise<number> {
-    let budget = this.#maxWriteEvents;
-    const items: { record: TurnRecord; chunk: EventChunk }[] = [];
-    for (const [turnId, buffer] of this.#buffers) {
-      if (budget === 0) break;
-      const { events, start } = buffer;
-      const end = Math.min(events.length, start + budget);
-      budget -= end - start;
-      this.#buffered -= end - start;
-      this.#buffers.delete(turnId);
-      if (end < events.length) {
-        this.#buffers.set(turnId, buffer);
-        // Compact once more than half is taken: each event is copied at most once more.
-        if (end * 2 > events.length) {
-          buffer.events = events.slice(end);
-          buffer.start = 0;
-        } else {
-          buffer.start = end;
-        }
-      }
-      this.#chunkItems(turnId, events, start, end, items);
-    }
-    await this.#writeItems(store, items);
-    return this.#maxWriteEvents - budget;
-  }
-
-  /** Adds `events[start..end)` of a turn to `items`, one chunk per contiguous run. */
-  #chunkItems(turnId: string, events: readonly TurnEvent[], start: number, end: number, items: { record: TurnRecord; chunk: EventChunk }[]): typeof items {
-    // A skipped seq (an unknown event type) splits the run: chunks must be contiguous.
-    let first = start;
-    for (let i = start + 1; i <= end; i++) {
-      if (i < end && (events[i] as TurnEvent).seq === (events[i - 1] as TurnEvent).seq + 1) continue;
-      const run = events.slice(first, i);
-      const lastSeq = (run[run.length - 1] as TurnEvent).seq;
-      const record = this.#record(turnId, lastSeq);
-      if (record !== undefined) items.push({ record, chunk: { turnId, firstSeq: (run[0] as TurnEvent).seq, lastSeq, events: run } });
-      first = i;
-    }
-    this.#written.set(turnId, (events[end - 1] as TurnEvent).seq);
+  /** Adds a turn's events to `items`, one chunk per run of consecutive seqs (a skipped unknown event leaves a gap). */
+  const chunks = (turnId: string, events: TurnEvent[], items: ChunkWrite[] = []): ChunkWrite[] => {
+    let first = 0;
+    events.forEach((event, i) => {
+      if (events[i + 1]?.seq == event.seq + 1) return;
+      const record = row(turnId, event.seq);
+      const run = events.slice(first, (first = i + 1));
+      if (record) items.push({ record, chunk: { turnId, firstSeq: run[0]!.seq, lastSeq: event.seq, events: run } });
+    });
     return items;
-  }
+  };
 
-  /** One call for every chunk: one transaction when the store has `appendChunks`. */
-  async #writeItems(store: Store, items: readonly { record: TurnRecord; chunk: EventChunk }[]): Promise<void> {
-    if (items.length === 0) return;
-    if (store.appendChunks !== undefined) {
-      await store.appendChunks(items);
-      return;
+  /** Takes up to `maxWrite` buffered events; a turn only partly taken moves to the back, so one backlog does not hold the others back. */
+  const take = (): ChunkWrite[] => {
+    let budget = maxWrite;
+    const items: ChunkWrite[] = [];
+    for (const [turnId, events] of buffers) {
+      if (!budget) break;
+      const taken = events.splice(0, budget);
+      budget -= taken.length;
+      buffered -= taken.length;
+      buffers.delete(turnId);
+      if (events.length) buffers.set(turnId, events);
+      chunks(turnId, taken, items);
     }
-    for (const { record, chunk } of items) await store.appendChunk(record, chunk);
-  }
+    return items;
+  };
 
-  #record(turnId: string, lastSeq: number): TurnRecord | undefined {
-    const meta = this.#meta.get(turnId)?.();
-    if (meta === undefined) return undefined;
-    const message = this.#messages.get(turnId);
-    return {
-      id: turnId,
-      conversationId: meta.conversationId,
-      ...(meta.messageId === undefined ? {} : { messageId: meta.messageId }),
-      ...(meta.operationId === undefined ? {} : { operationId: meta.operationId }),
-      ...(message === undefined ? {} : { content: message.content }),
-      status: meta.status,
-      lastSeq,
-      createdAt: meta.createdAt,
-      updatedAt: this.#options.now(),
-    };
-  }
+  const dropBuffer = (turnId: string): TurnEvent[] => {
+    const events = buffers.get(turnId) ?? [];
+    buffered -= events.length;
+    buffers.delete(turnId);
+    return events;
+  };
 
-  /** Keeps the user message a stored row carries, so the turn's next row write keeps it too. */
-  #learn(record: TurnRecord): void {
-    if (record.content === undefined || this.#messages.has(record.id)) return;
-    this.#messages.set(record.id, { content: record.content, ...(record.operationId === undefined ? {} : { operationId: record.operationId }) });
-  }
-
-  /** Runs `operation` after every earlier write; never rejects (`fallback` on failure). */
-  #serial<T>(operation: Operation<T>, fallback: T): Promise<T> {
-    const run = this.#chain.then(() => this.#guard(operation)).catch(() => fallback);
-    this.#chain = run;
-    return run;
-  }
+  const schedule = (): void => {
+    timer ??= setTimeout(() => {
+      timer = undefined;
+      if (!pump && buffered) startPump();
+    }, options.flushMs);
+  };
 
   /**
-   * Runs `operation` on the current store; on failure degrades to memory and runs it
-   * there, so the session keeps working. Rejects only if the memory store fails too.
+   * The write loop: one capped write, then another while a full flush is buffered (or an
+   * explicit flush wants everything). Each write is its own step on the chain, so folds
+   * and loads queued meanwhile run between writes. A remainder below `flushEvents` waits
+   * for the timer.
    */
-  async #guard<T>(operation: Operation<T>): Promise<T> {
-    const store = this.#store;
-    try {
-      return await operation(store);
-    } catch (error) {
-      if (store !== this.#store) return operation(this.#store);
-      this.#degrade(error);
-      return operation(this.#store);
-    }
-  }
+  const startPump = (): Promise<void> => {
+    clearTimeout(timer);
+    timer = undefined;
+    return (pump = (async () => {
+      do await write(take);
+      while (buffered && (drain || buffered >= flushEvents));
+      pump = undefined;
+      if (!buffered) drain = false;
+      else if (!disposed) schedule();
+    })());
+  };
 
-  #degrade(error: unknown): void {
-    if (this.#status.state === 'degraded') return;
-    const cause = asStorageError(error, 'The store failed.');
-    const failed = this.#store;
-    this.#store = createMemoryStore();
-    this.#setStatus({ state: 'degraded', kind: failed.kind, cause, ...(this.#status.persisted === undefined ? {} : { persisted: this.#status.persisted }) });
-    delete failed.onTrouble;
-    try {
-      failed.close();
-    } catch {
-      // Closing a broken store is best effort; it is not used again.
-    }
-  }
+  const flush = (): Promise<void> => {
+    if (!buffered) return chain.then(() => undefined);
+    drain = true;
+    return pump ?? startPump();
+  };
 
-  /** Records the answer of `navigator.storage.persist()`. */
-  setPersisted(persisted: boolean): void {
-    this.#setStatus({ ...this.#status, persisted });
-  }
-
-  #setStatus(status: StorageStatus): void {
-    this.#status = status;
-    this.#options.emit({ type: 'storage', at: this.#options.now(), status });
-    this.#statusListeners.emit();
-  }
-
-  #reportSkipped(skipped: readonly StorageError[]): void {
-    for (const error of skipped) this.#options.emit({ type: 'storage-error', at: this.#options.now(), error });
-  }
+  return {
+    status: { getSnapshot: () => status, subscribe: listeners.subscribe },
+    get store() {
+      return store;
+    },
+    // Every method of the outbox's share, called on whichever store is current.
+    outbox: Object.fromEntries(
+      (['loadOutbox', 'putOutbox', 'deleteOutbox', 'tryLease', 'releaseLease'] as const).map((method) => [
+        method,
+        (...args: unknown[]) => guard((target) => (target[method] as (...a: unknown[]) => Promise<unknown>)(...args)),
+      ]),
+    ) as unknown as OutboxStorage,
+    // A store that cannot open fails the guard: the layer goes on in memory, degraded.
+    open: () =>
+      guard(async (target) => {
+        target.onTrouble = (error) => report([error]);
+        await target.open();
+        if (status.state == 'opening') setStatus({ ...status, state: options.memoryByChoice ? 'memory' : 'ok' });
+      }),
+    loadUnfinished: () =>
+      serial(async (target) => {
+        const { items, skipped } = await target.loadTurns({ unfinished: true });
+        report(skipped);
+        const loaded: LoadedTurn[] = [];
+        for (const { id } of items) {
+          const turn = await load(target, id);
+          if (turn) loaded.push(turn);
+        }
+        return loaded;
+      }, []),
+    loadTurn: (turnId) => serial((target) => load(target, turnId)),
+    loadConversation: (conversationId) =>
+      serial(async (target) => {
+        const { items, skipped } = await target.loadTurns({ conversationId });
+        report(skipped);
+        items.forEach(learn);
+        return items;
+      }, []),
+    setMessage: (turnId, message) => void messages.set(turnId, message),
+    message: (turnId) => messages.get(turnId),
+    track: (turnId, meta) => void metas.set(turnId, meta),
+    saveTurn(turnId) {
+      // lastSeq 0: the store keeps the higher lastSeq of the chunks already written.
+      void serial(async (target) => {
+        const record = row(turnId, 0);
+        if (record) await target.putTurn(record);
+      });
+    },
+    append(turnId, event) {
+      if (disposed) return;
+      const events = buffers.get(turnId);
+      if (events) events.push(event);
+      else buffers.set(turnId, [event]);
+      if (++buffered < flushEvents) schedule();
+      else pump ?? startPump();
+    },
+    end(turnId, folded) {
+      // The ended turn's rest is queued now, in capped writes, so its fold lands right after
+      // it rather than behind a backlog of other turns.
+      const events = dropBuffer(turnId);
+      while (events.length) {
+        const part = events.splice(0, maxWrite);
+        void write(() => chunks(turnId, part));
+      }
+      return serial(async (target) => {
+        const base = row(turnId, folded.lastSeq);
+        if (base) {
+          const { status, text, actions, error } = folded;
+          await target.foldTurn({ ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) });
+        }
+      });
+    },
+    discard(turnId) {
+      dropBuffer(turnId);
+      void serial((target) => target.deleteTurn(turnId));
+    },
+    flush,
+    sweep: () => serial(async (target) => void (await target.sweepEnded(now() - options.retentionMs))),
+    clear() {
+      buffers = new Map();
+      buffered = 0;
+      messages = new Map();
+      return serial(async (target) => {
+        await target.clear();
+        // Logout must also wipe what the original store still holds after degrading.
+        if (target != primary) await primary.clear().catch((error: unknown) => report([asStorageError(error, 'Clearing the original store failed.')]));
+      });
+    },
+    setPersisted: (persisted) => setStatus({ ...status, persisted }),
+    async dispose() {
+      await flush();
+      disposed = true;
+      store.close();
+    },
+  };
 }

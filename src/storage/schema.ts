@@ -2,7 +2,7 @@
  * Layout of a Lifeline IndexedDB database and its migrations. One database per
  * namespace, named `lifeline:<namespace>`.
  */
-import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
+import type { DBSchema, IDBPDatabase } from 'idb';
 import type { EventChunk, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
 
 /** One cross-tab lease (object store `leases`, key `name`). */
@@ -15,8 +15,8 @@ export interface LeaseRecord {
 
 /**
  * The typed schema idb checks every call against. Values are what this version writes;
- * what comes back is validated again (see `records.ts`), because another version, an
- * extension or a disk error may have put something else there.
+ * what comes back is validated again (`records.ts`): another version, an extension or a
+ * disk error may have put something else there.
  */
 export interface LifelineDbSchema extends DBSchema {
   turns: {
@@ -25,7 +25,7 @@ export interface LifelineDbSchema extends DBSchema {
     indexes: {
       'by-conversation': string;
       'by-status': TurnStatus;
-      /** Sparse: only ended rows carry `endedAt`, so sweeping reads keys of old ended rows only. */
+      /** Sparse: only ended rows carry `endedAt`, so the sweep reads keys of old ended rows only. */
       'by-ended': number;
     };
   };
@@ -35,14 +35,12 @@ export interface LifelineDbSchema extends DBSchema {
 }
 
 export type LifelineDb = IDBPDatabase<LifelineDbSchema>;
-export type UpgradeTransaction = IDBPTransaction<LifelineDbSchema, StoreNames<LifelineDbSchema>[], 'versionchange'>;
 
 /**
- * One step of the schema. Runs inside the `versionchange` transaction: it may create or
- * delete stores and indexes and move data with `transaction`, but must not await
- * anything that is not IndexedDB (the transaction would commit half-way).
+ * One step of the schema, run inside the `versionchange` transaction (`transaction`, to
+ * move data): it must not await anything that is not IndexedDB.
  */
-export type Migration = (db: LifelineDb, transaction: UpgradeTransaction) => void;
+export type Migration = (db: LifelineDb, transaction: IDBTransaction) => void;
 
 /**
  * Ordered migrations: entry `i` takes a database from version `i` to `i + 1`. Shipped
@@ -56,25 +54,15 @@ export const MIGRATIONS: readonly Migration[] = [
     turns.createIndex('by-status', 'status');
     turns.createIndex('by-ended', 'endedAt');
     db.createObjectStore('chunks', { keyPath: ['turnId', 'firstSeq'] });
-    const outbox = db.createObjectStore('outbox', { keyPath: 'operationId' });
-    outbox.createIndex('by-order', 'order');
+    db.createObjectStore('outbox', { keyPath: 'operationId' }).createIndex('by-order', 'order');
     db.createObjectStore('leases', { keyPath: 'name' });
   },
-  // v2 goes here, e.g.:
-  // (db, transaction) => { transaction.objectStore('turns').createIndex('by-updated', 'updatedAt'); },
 ];
 
 /** Version this build opens; a newer tab's higher version makes this one fail to open (VersionError). */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/**
- * The `upgrade` callback: applies every migration between the stored version and the
- * requested one, in order. A database opened at a version beyond the known migrations
- * (a test forcing a newer version) gets the known ones only.
- */
-export function upgradeDatabase(db: LifelineDb, oldVersion: number, newVersion: number | null, transaction: UpgradeTransaction): void {
-  const target = Math.min(newVersion ?? SCHEMA_VERSION, MIGRATIONS.length);
-  for (let version = oldVersion; version < target; version++) {
-    (MIGRATIONS[version] as Migration)(db, transaction);
-  }
+/** The `upgradeneeded` step: every migration from the stored version on, in order. */
+export function upgradeDatabase(db: LifelineDb, oldVersion: number, transaction: IDBTransaction): void {
+  for (const migrate of MIGRATIONS.slice(oldVersion)) migrate(db, transaction);
 }

@@ -118,7 +118,7 @@ export interface Store {
   readonly kind: string;
   /** Opens (or re-opens after `terminated`/`Clear-Site-Data`). Rejects with a StorageError. */
   open(): Promise<void>;
-  /** Turns in storage; `unfinished` keeps only those whose status is not ended. */
+  /** Turns in storage (in no particular order); `unfinished` keeps only those whose status is not ended. */
   loadTurns(filter?: { unfinished?: boolean; conversationId?: string }): Promise<LoadResult<TurnRecord>>;
   /** One turn with its events (empty when folded). `undefined` when not stored. */
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
@@ -155,8 +155,9 @@ export interface Store {
   /** Closes connections; the store may be opened again. */
   close(): void;
   /**
-   * Called by the store when it loses its connection or hits a fatal condition
-   * (versionchange from a newer tab, database deleted, quota). Set by the client.
+   * Called by the store when it loses its connection outside any call (a newer tab's
+   * versionchange, the database deleted or cleared); it reopens on next use. Failures of
+   * a call (quota, …) are its rejection. Set by the client.
    */
   onTrouble?: (error: StorageError) => void;
 }
