@@ -35,7 +35,7 @@ export interface RetryHint {
   /** The connection that just ended had delivered events: most cuts are blips, retry almost at once. */
   afterHealthy?: boolean;
   /** The server's `Retry-After`, ms. Honoured up to `maxRetryAfterMs`. */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /**
    * The reconnection time the server asked for (SSE `retry:`): used as the first
    * exponential step instead of `initialDelayMs`, clamped to [initialDelayMs, maxDelayMs]

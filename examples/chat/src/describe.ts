@@ -43,6 +43,8 @@ export function describeDiagnostic(d: Diagnostic): { text: string; tone: Tone } 
       return { text: `The server sent something invalid: ${d.error.message}`, tone: 'bad' };
     case 'integrity-mismatch':
       return { text: `Text check failed (${d.actualLength} vs ${d.expectedLength} characters) — rebuilding from a full replay`, tone: 'warn' };
+    case 'integrity-unchecked':
+      return { text: `Turn ${short(d.turnId)}: length checked, hash not (no Web Crypto on a plain-HTTP page)`, tone: 'warn' };
     case 'stalled':
       return { text: `Stalled for ${seconds(d.silentMs)} — recovering from the server`, tone: 'warn' };
     case 'recovering':
@@ -74,10 +76,6 @@ export function describeDiagnostic(d: Diagnostic): { text: string; tone: Tone } 
       return d.online ? { text: 'Back online — retrying now', tone: 'good' } : { text: 'The browser is offline — waiting for the network', tone: 'warn' };
     case 'auth-refresh':
       return { text: `Refreshing credentials for turn ${short(d.turnId)}`, tone: 'info' };
-    case 'shared':
-      return d.role === 'leader'
-        ? { text: `This tab streams turn ${short(d.turnId)} for every tab`, tone: 'info' }
-        : { text: `Turn ${short(d.turnId)} arrives through another tab's stream`, tone: 'info' };
     default:
       // A diagnostic type newer than this app: still shown, by name.
       return { text: `Diagnostic: ${(d as { type: string }).type}`, tone: 'info' };
