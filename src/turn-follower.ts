@@ -291,7 +291,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         heard = now();
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
         // message makes the stream untrustworthy: it is dropped and retried through backoff.
-        if (message.event !== 'heartbeat' && message.data && (outcome = take(decodeEvent(message.data, deps), true) || undefined)) throw STOP;
+        if (message.event !== 'heartbeat' && message.data && (outcome = take(decodeEvent(message.data, deps, id), true) || undefined)) throw STOP;
       },
       onclose: () => {
         closed = true;
@@ -344,7 +344,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         authRetried = false;
         const { turn, events, hasMore } = answer.value;
         for (const value of events) {
-          const stop = take(decodeEventValue(value), false);
+          const stop = take(decodeEventValue(value, id), false);
           if (stop) return stop;
         }
         if (ended()) return false;

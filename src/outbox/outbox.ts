@@ -384,14 +384,16 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       let retry = true;
       let retryAfterMs: number | undefined;
       try {
-        const response = await headers().then((own) =>
-          (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
-            method: 'POST',
-            headers: { ...own, 'content-type': 'application/json', 'idempotency-key': operationId },
-            body: JSON.stringify({ content }),
-            signal: AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]),
-          }),
-        );
+        const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]);
+        // The timeout covers the app's headers function too: a token refresh that never
+        // answers must not hold the conversation's queue for ever.
+        const own = await Promise.race([headers(), new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))]);
+        const response = await (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
+          method: 'POST',
+          headers: { ...own, 'content-type': 'application/json', 'idempotency-key': operationId },
+          body: JSON.stringify({ content }),
+          signal,
+        });
         const { status, headers: answerHeaders } = response;
         replayed = answerHeaders.get('idempotent-replayed') === 'true';
         retryAfterMs = parseRetryAfter(answerHeaders.get('retry-after'), now());

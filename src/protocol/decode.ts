@@ -36,17 +36,19 @@ function stripPoison(value: unknown, depth = 64): void {
 
 /**
  * Validates an already-parsed value as a turn event (replay answers arrive as one JSON
- * document). Text deltas take {@link plainDelta} like the stream's: zod costs far more per event.
+ * document). Text deltas take {@link plainDelta}: zod costs far more per event. A delta
+ * naming `turnId` (the followed turn, validated once) skips the id pattern.
  */
-export function decodeEventValue(value: unknown): DecodeResult {
+export function decodeEventValue(value: unknown, turnId?: string): DecodeResult {
   const record = value as { type?: unknown; turnId?: unknown; seq?: unknown } | null;
+  const id = record?.turnId;
+  const delta = typeof id === 'string' && (id === turnId || ID_PATTERN.test(id)) ? plainDelta(record, id) : undefined;
+  if (delta) return { kind: 'event', event: delta };
   const type = record?.type;
   if (typeof type === 'string' && !TURN_EVENT_TYPES.includes(type as never)) {
     const seq = record!.seq;
     return { kind: 'unknown', type, seq: typeof seq === 'number' ? seq : undefined };
   }
-  const delta = typeof record?.turnId === 'string' && ID_PATTERN.test(record.turnId) ? plainDelta(record, record.turnId) : undefined;
-  if (delta) return { kind: 'event', event: delta };
   // Action and turn.end payloads carry arbitrary JSON that zod would copy key by key.
   stripPoison(value);
   const parsed = turnEventSchema.safeParse(value);
@@ -59,7 +61,7 @@ export function decodeEventValue(value: unknown): DecodeResult {
  * Decodes one SSE `data` payload into a typed event. Never throws: unknown types are
  * reported as skippable, anything malformed or oversized as a {@link ProtocolError}.
  */
-export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE }: DecodeLimits = {}): DecodeResult {
+export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE }: DecodeLimits = {}, turnId?: string): DecodeResult {
   if (data.length > maxEventSize) {
     return { kind: 'error', error: new ProtocolError('event_too_large', 'Event data is too large.', { details: { size: data.length, limit: maxEventSize } }) };
   }
@@ -69,7 +71,7 @@ export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZ
   } catch {
     return invalid('Event data is not valid JSON.');
   }
-  return decodeEventValue(value);
+  return decodeEventValue(value, turnId);
 }
 
 /** The first three issues of a zod error, one line (messages and diagnostics stay small). */

@@ -34,6 +34,27 @@ export function limitBody(response: Response, limits: StreamLimits): Response {
   const capped = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
       const length = chunk.length;
+      // Fast path (nearly every chunk): no CR, and even one line made of the whole chunk would
+      // stay under both caps. Only the state at the chunk's end is needed, found with native
+      // scans from the end: the last line break, and the last blank line before it.
+      if (!cr && line + block + length <= Math.min(limits.maxLineBytes, limits.maxEventBytes) && chunk.indexOf(13) < 0) {
+        const last = chunk.lastIndexOf(10);
+        if (last < 0) line += length;
+        else {
+          let p = last;
+          // (A negative start would search from the end: guarded.)
+          let before = p > 0 ? chunk.lastIndexOf(10, p - 1) : -1;
+          // Walk back line by line until a line break ends an empty line (or the chunk's start).
+          while (p >= 0 && !(p ? before === p - 1 : line === 0)) {
+            p = before;
+            before = p > 0 ? chunk.lastIndexOf(10, p - 1) : -1;
+          }
+          block = p < 0 ? block + line + last + 1 : last - p;
+          line = length - last - 1;
+        }
+        controller.enqueue(chunk);
+        return;
+      }
       // Where the next LF and CR are (native scans, once per line at most); `>>> 0` turns "none" (-1) into a position past any chunk.
       let nextLF = -1;
       let nextCR = -1;

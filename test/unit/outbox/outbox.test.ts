@@ -491,6 +491,28 @@ describe('outbox (fake timers)', () => {
 });
 
 describe('outbox (real timers)', () => {
+  it('a headers function that never answers times out like a hung request', async () => {
+    const storage = createFakeStorage();
+    let calls = 0;
+    const fetch = createFakeFetch(accepted);
+    const recorder = createRecorder();
+    const outbox = createOutbox(
+      baseDeps({
+        storage,
+        fetch,
+        emit: recorder.emit,
+        timeoutMs: 50,
+        retry: { initialDelayMs: 1, maxDelayMs: 1 },
+        headers: () => (++calls === 1 ? new Promise<Record<string, string>>(() => undefined) : { authorization: 'Bearer fresh' }),
+      }),
+    );
+    outboxes.push(outbox);
+    outbox.enqueue('conv', 'x');
+    await vi.waitFor(() => expect(recorder.of('accepted')).toHaveLength(1), { timeout: 5_000 });
+    expect(recorder.of('retry')[0]?.cause?.code).toBe('timeout');
+    expect(fetch.calls.map((c) => c.headers.get('authorization'))).toEqual(['Bearer fresh']);
+  });
+
   it('aborts a request that hangs past timeoutMs and retries it as a timeout', async () => {
     let calls = 0;
     const storage = createFakeStorage();
