@@ -69,6 +69,19 @@ const remove = (tx: Tx<['turns', 'chunks'], 'readwrite'>, turnId: string, keepRo
   ...(keepRow ? [] : [tx.objectStore('turns').delete(turnId)]),
 ];
 
+/** Most events in one stored chunk record (about 2–3 ms of structured cloning); a bigger chunk is stored as consecutive records. */
+const RECORD_EVENTS = 1024;
+
+/** Cuts a chunk (consecutive seqs) into records of at most {@link RECORD_EVENTS} events. */
+const split = ({ turnId, firstSeq, events }: EventChunk): EventChunk[] => {
+  const records: EventChunk[] = [];
+  for (let at = 0; at < events.length; at += RECORD_EVENTS) {
+    const part = events.slice(at, at + RECORD_EVENTS);
+    records.push({ turnId, firstSeq: firstSeq + at, lastSeq: firstSeq + at + part.length - 1, events: part });
+  }
+  return records;
+};
+
 /**
  * Creates the IndexedDB-backed {@link Store}. Opens lazily on first use (or `open()`);
  * reopens lazily after the browser closed the database underneath (Clear-Site-Data,
@@ -160,19 +173,21 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
       const rows = new Map(items.map(({ record }) => [record.id, record]));
+      const records = items.flatMap(({ chunk }) => (chunk ? split(chunk) : []));
       const [stored, present] = await Promise.all([
         Promise.all([...rows.keys()].map((id) => turns.get(id))),
-        Promise.all(items.map(({ chunk }) => chunk && chunks.get([chunk.turnId, chunk.firstSeq]))),
+        Promise.all(records.map((chunk) => chunks.get([chunk.turnId, chunk.firstSeq]))),
       ]);
       const next = [...rows.values()].map((row, i) => nextRow(stored[i], row));
       const kept = new Set(next.map((row) => row?.id));
-      // Issued from async callbacks: a value refused synchronously (DataCloneError) becomes
-      // a rejection Promise.all handles, like the AbortError of every request before it.
-      await Promise.all([
-        ...(fold ? [...rows.keys()].flatMap((id) => remove(tx, id, true)) : []),
-        ...items.map(async ({ chunk }, i) => chunk && kept.has(chunk.turnId) && chunkWins(present[i], chunk) && chunks.put(chunk)),
-        ...next.map(async (row) => row && turns.put(row)),
-      ]);
+      if (fold) await Promise.all([...rows.keys()].flatMap((id) => remove(tx, id, true)));
+      // put() clones its value on the main thread: one record at a time, each awaited, so a
+      // burst's write is many short tasks (the stream goes on between them), not one long one.
+      // A value refused synchronously (DataCloneError) throws here and aborts the transaction.
+      for (const [i, chunk] of records.entries()) {
+        if (kept.has(chunk.turnId) && chunkWins(present[i], chunk)) await chunks.put(chunk);
+      }
+      await Promise.all(next.map(async (row) => row && turns.put(row)));
     });
 
   const store: IndexedDbStore = {
