@@ -388,9 +388,13 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         // The timeout covers the app's headers function too: a token refresh that never
         // answers must not hold the conversation's queue for ever.
         const own = await Promise.race([headers(), new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))]);
+        // Set, not spread: an app's `Content-Type` would otherwise be sent beside ours.
+        const sent = new Headers(own);
+        sent.set('content-type', 'application/json');
+        sent.set('idempotency-key', operationId);
         const response = await (deps.fetch ?? fetch)(endpoint(deps.baseUrl, `/conversations/${conversationId}/messages`), {
           method: 'POST',
-          headers: { ...own, 'content-type': 'application/json', 'idempotency-key': operationId },
+          headers: sent,
           body: JSON.stringify({ content }),
           signal,
         });

@@ -491,6 +491,22 @@ describe('outbox (fake timers)', () => {
 });
 
 describe('outbox (real timers)', () => {
+  it("an app's own Content-Type and Idempotency-Key headers are replaced, not sent beside ours", async () => {
+    const storage = createFakeStorage();
+    const fetch = createFakeFetch(accepted);
+    const recorder = createRecorder();
+    const outbox = createOutbox(
+      baseDeps({ storage, fetch, emit: recorder.emit, headers: { 'Content-Type': 'text/plain', 'Idempotency-Key': 'app-key', Authorization: 'Bearer t' } }),
+    );
+    outboxes.push(outbox);
+    const { operationId } = outbox.enqueue('conv', 'x');
+    await vi.waitFor(() => expect(recorder.of('accepted')).toHaveLength(1), { timeout: 5_000 });
+    const sent = fetch.calls[0]!.headers;
+    expect(sent.get('content-type')).toBe('application/json');
+    expect(sent.get('idempotency-key')).toBe(operationId);
+    expect(sent.get('authorization')).toBe('Bearer t');
+  });
+
   it('a headers function that never answers times out like a hung request', async () => {
     const storage = createFakeStorage();
     let calls = 0;
