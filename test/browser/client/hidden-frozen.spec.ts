@@ -17,6 +17,10 @@
  *   `Page.setWebLifecycleState` `frozen` fires `visibilitychange` (hidden) then `freeze`
  *   and really stops the page's tasks; `active` fires `resume` and leaves the page hidden
  *   until it is brought to the front.
+ * - A fetch stream that receives data while its page is frozen delivers nothing more after
+ *   `resume` (no error, no close; later writes and heartbeats do not wake it; only the end
+ *   of the response does). One that received nothing while frozen goes on. The last test
+ *   (`test.fail`) pins what the client should do about it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -79,10 +83,19 @@ interface Rig {
   close(): Promise<void>;
 }
 
+/**
+ * Heartbeats every 300 ms of silence keep a healthy stream audible to the client's 4 s
+ * watchdog however slowly the test drives the agent; only a stream that really went deaf
+ * stalls. Both windows are equal: the watchdog's first timer runs `firstEventMs` from the
+ * connect and only then re-arms on `idleMs`, so a shorter `idleMs` would not be noticed sooner.
+ */
+const HEARTBEAT_MS = 300;
+const STALL = { firstEventMs: 4_000, idleMs: 4_000 };
+
 async function startRig(): Promise<Rig> {
   const agent = controlledAgent();
   const log = createMemoryTurnLog();
-  const handler = createLifelineHandler({ agent: agent.agent, store: log, basePath: '/api', onError: () => {} });
+  const handler = createLifelineHandler({ agent: agent.agent, store: log, basePath: '/api', heartbeatMs: HEARTBEAT_MS, onError: () => {} });
   const reference = toNodeListener(handler);
   const seen: Seen = { posts: [], streams: [], replays: [] };
   let holding = false;
@@ -172,7 +185,7 @@ test.afterEach(async () => {
 
 // ------------------------------------------------------------------ page helpers
 
-async function openClient(origin: string, namespace: string): Promise<{ page: Page; cdp: CDPSession }> {
+async function openClient(origin: string, namespace: string, stall = STALL): Promise<{ page: Page; cdp: CDPSession }> {
   const opened = await context.newPage();
   await opened.addInitScript(() => {
     const lifecycle: string[] = [];
@@ -186,7 +199,7 @@ async function openClient(origin: string, namespace: string): Promise<{ page: Pa
   });
   await opened.goto(origin);
   await opened.waitForFunction(() => window.lifelineReady === true);
-  await opened.evaluate(async (namespace) => {
+  await opened.evaluate(async ({ namespace, stall }) => {
     const early = (window as unknown as { __early: { lifecycle: string[]; failures: string[] } }).__early;
     const record: PageRecord = {
       client: undefined as unknown as Lifeline.LifelineClient,
@@ -200,6 +213,7 @@ async function openClient(origin: string, namespace: string): Promise<{ page: Pa
     const client = window.lifeline.createLifeline({
       baseUrl: '/api',
       namespace,
+      stall,
       onDiagnostic: (diagnostic) => {
         record.diagnostics.push(JSON.parse(JSON.stringify(diagnostic)) as PageRecord['diagnostics'][number]);
         // Synchronous with acceptance: the follower has applied nothing yet (it boots through storage first).
@@ -216,7 +230,7 @@ async function openClient(origin: string, namespace: string): Promise<{ page: Pa
     });
     record.client = client;
     await client.ready;
-  }, namespace);
+  }, { namespace, stall });
   page = opened;
   return { page: opened, cdp: await context.newCDPSession(opened) };
 }
@@ -366,7 +380,7 @@ test('frozen while the server produces events and answers a submission, then res
 
   await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
   // While frozen: the turn goes on at the server, and the held submission commits and is answered.
-  const whileFrozen = ['While the tab slept, ', 'the server kept writing: ', '中文字 👩‍👩‍👧 ', 'five events. '];
+  const whileFrozen = ['While the tab slept, ', 'the server kept writing: ', '中文字 👩‍👩‍👧 ', 'four deltas. '];
   for (const text of whileFrozen) await first.control.delta(text);
   await logReaches(rig.log, first.turnId, 2 + whileFrozen.length);
   rig.releasePosts();
@@ -375,7 +389,6 @@ test('frozen while the server produces events and answers a submission, then res
   await second.delta('Answered while the asker was frozen. ');
   await logReaches(rig.log, secondTurnId, 2);
 
-  console.log('resume at', Date.now() % 100000);
   await cdp.send('Page.setWebLifecycleState', { state: 'active' });
   // `active` resumes the page but leaves it hidden; the window coming back shows it.
   const { windowId } = (await cdp.send('Browser.getWindowForTarget')) as { windowId: number };
@@ -384,12 +397,7 @@ test('frozen while the server produces events and answers a submission, then res
   await expect.poll(() => visibilityOf(tab)).toBe('visible');
   expect(await tab.evaluate(() => window.__rec.lifecycle)).toEqual(['hidden', 'freeze', 'resume', 'visible']);
   // What the server wrote meanwhile arrives: the first turn catches up, the answer to the second submission is taken.
-  await expect.poll(() => appliedOf(tab, first.turnId), { timeout: 40_000 }).toBe(2 + whileFrozen.length).catch(async (e) => {
-    console.log(JSON.stringify(await tab.evaluate(() => window.__rec.diagnostics), null, 0));
-    console.log(JSON.stringify(rig!.seen));
-    console.log(JSON.stringify(await tab.evaluate(() => window.__rec.client.turns.getSnapshot())));
-    throw e;
-  });
+  await expect.poll(() => appliedOf(tab, first.turnId)).toBe(2 + whileFrozen.length);
   await expect.poll(() => acceptedOf(tab)).toEqual([
     { operationId: first.key, turnId: first.turnId },
     { operationId: secondKey, turnId: secondTurnId },
@@ -401,15 +409,50 @@ test('frozen while the server produces events and answers a submission, then res
   await second.end();
   await expectTurnsExact(tab, rig, namespace, [first.turnId, secondTurnId]);
 
-  // At most one reconnect per turn (a stream re-opened or a replay), zero for the turn that started after the resume.
-  console.log(JSON.stringify(await tab.evaluate(() => window.__rec.diagnostics.map((d) => ({ ...d, at: (d['at'] as number) % 100000 }))), null, 0));
-  const attempts = (turnId: string) => countIn(rig!.seen.streams, turnId) + countIn(rig!.seen.replays, turnId);
-  expect(attempts(first.turnId)).toBeGreaterThanOrEqual(1);
-  expect(attempts(first.turnId)).toBeLessThanOrEqual(2);
-  expect(attempts(secondTurnId)).toBe(1);
+  // At most one reconnect for the turn that lived through the freeze. Measured here: a fetch stream that
+  // receives data while its page is frozen never delivers another byte after the resume (no error, no
+  // close: a black hole until the connection ends), so the idle watchdog replays and re-opens it once.
+  // A stream that survives would give zero. The turn accepted after the resume streams once.
+  const reconnects = countIn(rig.seen.streams, first.turnId) - 1;
+  expect(reconnects).toBeGreaterThanOrEqual(0);
+  expect(reconnects).toBeLessThanOrEqual(1);
+  expect(countIn(rig.seen.replays, first.turnId)).toBeLessThanOrEqual(1);
+  const firstDiagnostics = await diagnosticTypes(tab, first.turnId);
+  // Each reconnect has its visible cause (a stall or a cut), and no backoff loop ran.
+  expect(countIn(firstDiagnostics, 'stalled') + countIn(firstDiagnostics, 'disconnect')).toBe(reconnects);
+  expect(countIn(firstDiagnostics, 'retry')).toBe(0);
+  expect(countIn(rig.seen.streams, secondTurnId)).toBe(1);
+  expect(countIn(rig.seen.replays, secondTurnId)).toBe(0);
   // X1: the submission answered while frozen was not posted again; one turn per key; the outbox ends empty.
   expect(rig.seen.posts).toEqual([first.key, secondKey]);
   expect(await turnsOf(rig, conversationId)).toEqual([first.turnId, secondTurnId].sort());
   expect(await tab.evaluate(() => window.__rec.client.outbox.getSnapshot().length)).toBe(0);
   expect(await tab.evaluate(() => window.__rec.failures)).toEqual([]);
+});
+
+// Known issue (for the lead): a stream deafened by a freeze is only noticed by the watchdog.
+// Measured above: a fetch stream that receives data while its page is frozen delivers nothing
+// after `resume` (no error, no close, heartbeats do not wake it). src/turn-follower.ts has no
+// page-lifecycle handling (only src/client.ts listens, to flush storage on visibilitychange/
+// pagehide), so after a resume the follower keeps showing `streaming` with stale text until
+// `check()` (its watchdog) fires `idleMs` after the last event heard: 25 s with the defaults.
+// Expected: on `resume` the follower re-opens its stream at once with Last-Event-ID (one
+// reconnect, as now, but without the silent wait). With 30 s watchdogs, only a resume-aware
+// client catches up inside the poll's 5 s.
+test.fail('frozen, then resumed with 30 s watchdogs: the turn catches up through one reconnect on resume, without a stall', async () => {
+  rig = await startRig();
+  const namespace = 'resume-aware';
+  const { page: tab, cdp } = await openClient(rig.web.url, namespace, { firstEventMs: 30_000, idleMs: 30_000 });
+  const first = await firstTurnStreaming(tab, rig, 'conv-resume-aware');
+
+  await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+  await first.control.delta('Written while frozen. ');
+  await logReaches(rig.log, first.turnId, 3);
+  await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+
+  await expect.poll(() => appliedOf(tab, first.turnId), { timeout: 5_000 }).toBe(3);
+  expect(await diagnosticTypes(tab, first.turnId)).not.toContain('stalled');
+  expect(countIn(rig.seen.streams, first.turnId)).toBe(2);
+  await first.control.end();
+  await expectTurnsExact(tab, rig, namespace, [first.turnId]);
 });
