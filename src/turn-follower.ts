@@ -294,7 +294,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       else if (!leading && Array.isArray(data)) {
         const [lastSeq, batch] = data as [number, string[]];
         if (!relayed) say('shared', { role: 'watcher' }), (relayed = true);
-        heard = now();
+        // A replay request of this tab's own is watched on its own: relayed sound must not hide it hanging.
+        if (!replay) heard = now();
         for (const text of batch) {
           // During a replay relayed events only merge into it, by seq: it fills any hole.
           const failed = take(decodeEvent(text, deps, id), !replay);
