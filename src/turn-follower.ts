@@ -289,9 +289,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       if (typeof data == 'number') {
         watched = true;
         if (!data) tabs.postMessage(1);
-      }
-      // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
-      else if (!leading && Array.isArray(data)) {
+        // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
+      } else if (!leading && Array.isArray(data)) {
         const [lastSeq, batch] = data as [number, string[]];
         if (!relayed) say('shared', { role: 'watcher' }), (relayed = true);
         // A replay request of this tab's own is watched on its own: relayed sound must not hide it hanging.

@@ -18,10 +18,7 @@ function fakeLocks(refuse = false) {
     request(name: string, callback: () => unknown): Promise<unknown> {
       if (refuse) return Promise.reject(new DOMException('Refused.', 'SecurityError'));
       const result = (tails.get(name) ?? Promise.resolve()).then(callback);
-      tails.set(
-        name,
-        result.catch(() => {}),
-      );
+      tails.set(name, result.catch(() => {}));
       return result;
     },
   };
