@@ -100,6 +100,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   });
   const deps: FollowerDeps = {
     baseUrl,
+    namespace,
     fetch,
     headers,
     retry: resolveRetryPolicy(options.retry),

@@ -25,6 +25,8 @@ import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, Recov
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
   baseUrl: string;
+  /** Names the Web Lock and BroadcastChannel the tabs share a turn's stream through. */
+  namespace: string;
   fetch: typeof fetch;
   /** Fresh headers for every request. */
   headers: () => Promise<Record<string, string>>;
@@ -175,8 +177,20 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
   /** Events the current stream connection applied. */
   let applied = 0;
   let watchdog: ReturnType<typeof setTimeout> | undefined;
-  /** When the request in flight last heard anything (an event or a heartbeat). */
+  /** When the request in flight (or the relay) last heard anything (an event or a heartbeat). */
   let heard = 0;
+  /** The tabs' channel for this turn, while following where Web Locks and BroadcastChannel exist. */
+  let channel: BroadcastChannel | undefined;
+  /** Lets the turn's lock go. */
+  let leave: ((value?: unknown) => void) | undefined;
+  /** This tab streams: it holds the lock (or streams alone: the lock manager refused). */
+  let leading = false;
+  /** A relayed batch arrived since joining (the `watcher` diagnostic was said). */
+  let relayed = false;
+  /** Another tab follows this turn: only then is relaying (a structured clone per event) worth it. */
+  let watched = false;
+  /** Stream messages accepted in this task, relayed together once applied. */
+  let outgoing: string[] | undefined;
 
   const changed = (): void => {
     snapshot = undefined;
@@ -225,12 +239,19 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     try {
       // fetch-event-source 2.0.1 calls `window` and `document` (FAULTS.md); without them its promise never settles.
       if (typeof document === 'undefined') throw new LifelineError('invalid_argument', 'Following needs a browser.');
+      join();
       while (following && !done) {
         if (ended()) await settle();
         else if (!deps.network.online()) {
           // Woken by the `online` event, close or dispose.
           setConnection('offline');
           await sleep();
+        } else if (channel && !leading && !replay) {
+          // Another tab streams: apply what it relays, under the stall watchdog (silence replays).
+          // Woken by the lock, a replay or close.
+          arm();
+          await sleep();
+          clearTimeout(watchdog);
         } else {
           // A headers function that throws (a failed token refresh) is retried like a network error.
           await (replay ? replayStep() : stream()).catch((cause: unknown) => handle(networkFailure(cause)));
@@ -241,7 +262,69 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       fail(asLifelineError(bug), 'stream');
     } finally {
       running = false;
+      // Lets the lock go: a waiting tab streams from its own cursor.
+      leave?.();
+      channel?.close();
+      channel = undefined;
     }
+  }
+
+  /**
+   * One network stream per turn across the tabs of an origin (FAULTS row 25): the tab
+   * holding the turn's Web Lock streams and relays what it applied on a BroadcastChannel;
+   * the others apply it like their own stream. The browser hands the lock on when the
+   * holder closes; `leave` lets it go when this tab stops following. Without Web Locks or
+   * BroadcastChannel every tab streams alone. The channel is same-origin: what it brings
+   * is decoded and checked as a stream is, no more.
+   */
+  function join(): void {
+    // happy-dom and some embedded browsers expose `navigator.locks` as null.
+    const locks = globalThis.navigator?.locks;
+    if (!locks || !globalThis.BroadcastChannel) return;
+    const name = `lifeline-turn:${deps.namespace}:${id}`;
+    const tabs = (channel = new BroadcastChannel(name));
+    leading = relayed = false;
+    // Messages: 0 = "I follow this turn", 1 = "so do I" (the answer), [lastSeq, data[]] = a relayed batch.
+    tabs.onmessage = ({ data }) => {
+      if (typeof data == 'number') {
+        watched = true;
+        if (!data) tabs.postMessage(1);
+        // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
+      } else if (!leading && Array.isArray(data)) {
+        const [lastSeq, batch] = data as [number, string[]];
+        if (!relayed) say('shared', { role: 'watcher' }), (relayed = true);
+        // A replay request of this tab's own is watched on its own: relayed sound must not hide it hanging.
+        if (!replay) heard = now();
+        for (const text of batch) {
+          // During a replay relayed events only merge into it, by seq: it fills any hole.
+          const failed = take(decodeEvent(text, deps, id), !replay);
+          if (failed) {
+            if (!replay) say('protocol-error', { error: failed.error }), requestReplay();
+            return;
+          }
+        }
+        // Behind the leader (joined late, or it applied events by replay): heartbeats alone would hide it.
+        if (lastSeq > state.lastSeq && !replay) {
+          say('gap', { expected: state.lastSeq + 1, got: lastSeq });
+          requestReplay();
+        }
+      }
+    };
+    tabs.postMessage(0);
+    locks
+      .request(name, () => {
+        // Granted after this tab stopped following (its request stayed queued): handed on at once.
+        if (channel !== tabs) return;
+        say('shared', { role: 'leader' });
+        leading = true;
+        wake?.();
+        return new Promise((resolve) => (leave = resolve));
+      })
+      // The lock manager refused (a sandboxed frame): stream alone.
+      .catch(() => {
+        leading = true;
+        wake?.();
+      });
   }
 
   /** One stream attempt: exactly one fetchEventSource call, its own retry disabled. */
@@ -291,7 +374,17 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         heard = now();
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
         // message makes the stream untrustworthy: it is dropped and retried through backoff.
-        if (message.event !== 'heartbeat' && message.data && (outcome = take(decodeEvent(message.data, deps, id), true) || undefined)) throw STOP;
+        const data = message.event !== 'heartbeat' && message.data;
+        if (data && (outcome = take(decodeEvent(data, deps, id), true) || undefined)) throw STOP;
+        // Relayed to watching tabs, heartbeats too (they keep the watchdogs there quiet): one
+        // batch per chunk, posted once applied here, with the cursor it led to.
+        if (watched) {
+          outgoing ??= (queueMicrotask(() => {
+            channel?.postMessage([state.lastSeq, outgoing]);
+            outgoing = undefined;
+          }), []);
+          if (data) outgoing.push(data);
+        }
       },
       onclose: () => {
         closed = true;

@@ -245,7 +245,12 @@ export type Diagnostic =
   | { type: 'storage'; at: number; status: StorageStatus }
   | { type: 'storage-error'; at: number; error: LifelineError }
   | { type: 'network'; at: number; online: boolean }
-  | { type: 'auth-refresh'; at: number; turnId: string };
+  | { type: 'auth-refresh'; at: number; turnId: string }
+  /**
+   * Tabs of one origin and namespace share one stream per turn: the `leader` tab holds
+   * it and relays its events, a `watcher` applies what the leader relays.
+   */
+  | { type: 'shared'; at: number; turnId: string; role: 'leader' | 'watcher' };
 
 export type DiagnosticType = Diagnostic['type'];
 

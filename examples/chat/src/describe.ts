@@ -76,6 +76,10 @@ export function describeDiagnostic(d: Diagnostic): { text: string; tone: Tone } 
       return d.online ? { text: 'Back online — retrying now', tone: 'good' } : { text: 'The browser is offline — waiting for the network', tone: 'warn' };
     case 'auth-refresh':
       return { text: `Refreshing credentials for turn ${short(d.turnId)}`, tone: 'info' };
+    case 'shared':
+      return d.role === 'leader'
+        ? { text: `This tab streams turn ${short(d.turnId)} for every tab`, tone: 'info' }
+        : { text: `Turn ${short(d.turnId)} arrives through another tab's stream`, tone: 'info' };
     default:
       // A diagnostic type newer than this app: still shown, by name.
       return { text: `Diagnostic: ${(d as { type: string }).type}`, tone: 'info' };

@@ -1,0 +1,126 @@
+/**
+ * FAULTS row 25 in Node: two clients of one namespace stand for two tabs. Node has a real
+ * BroadcastChannel (it delivers between instances of one process); `navigator.locks` is a
+ * small FIFO stand-in with the Web Locks semantics the follower relies on (exclusive, in
+ * request order, held until the callback's promise settles). The browser spec
+ * (test/browser/client/two-tabs-one-stream.spec.ts) covers the same with real tabs.
+ */
+import './support/dom-shim.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { controlledAgent } from '../../fixtures/agents.js';
+import { replayAll, startTestServer, submitMessage, textOf } from '../../fixtures/server.js';
+import { follow, type Followed } from './support/follow.js';
+
+/** Exclusive locks granted in request order; `refuse` makes every request reject (a sandboxed frame). */
+function fakeLocks(refuse = false) {
+  const tails = new Map<string, Promise<unknown>>();
+  return {
+    request(name: string, callback: () => unknown): Promise<unknown> {
+      if (refuse) return Promise.reject(new DOMException('Refused.', 'SecurityError'));
+      const result = (tails.get(name) ?? Promise.resolve()).then(callback);
+      tails.set(name, result.catch(() => {}));
+      return result;
+    },
+  };
+}
+
+interface Stream {
+  lastEventId: string | null;
+}
+
+/** A fetch that records every `/events` request a client makes. */
+function recordingFetch(streams: Stream[]): typeof fetch {
+  return (input, init) => {
+    if (String(input).endsWith('/events')) streams.push({ lastEventId: new Headers(init?.headers).get('last-event-id') });
+    return fetch(input, init);
+  };
+}
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+  vi.restoreAllMocks();
+  vi.unstubAllGlobals();
+});
+
+async function rig() {
+  const agent = controlledAgent();
+  const server = await startTestServer({ agent: agent.agent, heartbeatMs: 50 });
+  cleanup.push(() => server.close());
+  const answer = await submitMessage(server.baseUrl, 'conv_tabs', 'go');
+  const control = await agent.nextTurn();
+  const tab = (streams: Stream[]): Followed => {
+    const followed = follow(server.baseUrl, answer.turnId, { namespace: 'tabs', fetch: recordingFetch(streams) });
+    cleanup.push(() => followed.client.dispose());
+    return followed;
+  };
+  return { server, turnId: answer.turnId, control, tab };
+}
+
+const roles = (tab: Followed): string[] => tab.ofType('shared').map((d) => d.role);
+
+describe('tabs share one stream per turn', () => {
+  it('one stream for two tabs; a late watcher repairs through replay; the survivor resumes from its own cursor (T= in both)', async () => {
+    vi.stubGlobal('navigator', { locks: fakeLocks() });
+    const posted: unknown[] = [];
+    const post = BroadcastChannel.prototype.postMessage;
+    vi.spyOn(BroadcastChannel.prototype, 'postMessage').mockImplementation(function (this: BroadcastChannel, message: unknown) {
+      posted.push(message);
+      post.call(this, message);
+    });
+    const { server, turnId, control, tab } = await rig();
+    const leaderStreams: Stream[] = [];
+    const watcherStreams: Stream[] = [];
+
+    const leader = tab(leaderStreams);
+    await expect.poll(() => roles(leader)).toEqual(['leader']);
+    await control.delta('one ');
+    await expect.poll(() => leader.turn.getSnapshot().text).toBe('one ');
+    // Alone: presence only, no relayed batch (no structured clone per event for nobody).
+    expect(posted).toEqual([0]);
+
+    const watcher = tab(watcherStreams);
+    // The watcher joined at seq 0 after seq 2: the first batch shows it is behind, it replays.
+    await expect.poll(() => watcher.turn.getSnapshot().text).toBe('one ');
+    await control.delta('two ');
+    await expect.poll(() => watcher.turn.getSnapshot().text).toBe('one two ');
+    expect(roles(watcher)).toEqual(['watcher']);
+    expect(watcher.ofType('recovered').map((d) => d.path)).toContain('replay');
+    expect(watcherStreams).toEqual([]);
+    expect(leaderStreams).toHaveLength(1);
+
+    // The leading tab stops following: the lock passes, the watcher streams from its own seq.
+    const { lastSeq } = watcher.turn.getSnapshot();
+    leader.turn.close();
+    await expect.poll(() => roles(watcher)).toEqual(['watcher', 'leader']);
+    await expect.poll(() => watcherStreams).toEqual([{ lastEventId: String(lastSeq) }]);
+    expect(watcher.ofType('connect').map((d) => d.lastEventId)).toEqual([lastSeq]);
+
+    await control.delta('three');
+    await control.end();
+    const final = await watcher.turn.completed;
+    const { events } = await replayAll(server.baseUrl, turnId);
+    expect(final.text).toBe(textOf(events));
+    expect(final.text).toBe('one two three');
+    await watcher.iterated;
+    expect(watcher.applied).toEqual(events.map((event) => event.seq));
+    expect(leaderStreams).toHaveLength(1);
+    expect(watcher.ofType('failed')).toEqual([]);
+  });
+
+  it('where the lock manager refuses, every tab streams alone', async () => {
+    vi.stubGlobal('navigator', { locks: fakeLocks(true) });
+    const { server, turnId, control, tab } = await rig();
+    const streams: Stream[] = [];
+    const first = tab(streams);
+    const second = tab(streams);
+    await control.delta('alone');
+    await control.end();
+    const [a, b] = await Promise.all([first.turn.completed, second.turn.completed]);
+    const text = textOf((await replayAll(server.baseUrl, turnId)).events);
+    expect([a.text, b.text]).toEqual([text, text]);
+    expect(streams).toHaveLength(2);
+    expect([...roles(first), ...roles(second)]).toEqual([]);
+  });
+});
