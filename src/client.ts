@@ -20,10 +20,20 @@ import { streamLimitsFor } from './transport/sse-connection.js';
 import { TurnFollower, type FollowerDeps } from './turn-follower.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn, TurnSnapshot } from './types.js';
 
-/** Notifies at most once per animation frame while the page is visible, else once per microtask. */
+/** Notifications waiting for the next animation frame. */
+const framed: (() => void)[] = [];
+const runFramed = (): void => framed.splice(0).forEach((callback) => callback());
+
+/**
+ * Notifies at most once per animation frame while the page is visible, else once per
+ * microtask. A hidden page gets no frames: hiding it delivers what waits for one at once
+ * (see the `visibilitychange` listener), so subscribers of a background tab still hear.
+ */
 function notificationScheduler(callback: () => void): void {
-  if (globalThis.document?.visibilityState === 'visible' && 'requestAnimationFrame' in globalThis) requestAnimationFrame(callback);
-  else queueMicrotask(callback);
+  if (globalThis.document?.visibilityState === 'visible' && 'requestAnimationFrame' in globalThis) {
+    if (!framed.length) requestAnimationFrame(runFramed);
+    framed.push(callback);
+  } else queueMicrotask(callback);
 }
 
 /** What `createLifeline` returns: the public client plus the seams the outbox (and its tests) use. */
@@ -353,7 +363,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   };
 
   // Browser signals: online/offline for every follower; flush storage when the page goes away.
-  const flush = (): void => void persistence.flush();
+  const flush = (): void => {
+    runFramed();
+    void persistence.flush();
+  };
   signal.addEventListener(
     'abort',
     network.subscribe((online) => {
@@ -364,5 +377,6 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   // Flushing on any visibility change is harmless; the one that matters is to `hidden`.
   globalThis.addEventListener?.('pagehide', flush, { signal });
   globalThis.document?.addEventListener('visibilitychange', flush, { signal });
+  globalThis.document?.addEventListener('resume', () => followers.forEach((follower) => follower.onResume()), { signal });
   return client;
 }

@@ -91,6 +91,8 @@ export interface TurnFollower extends Turn {
   replayAlongside(): Promise<void>;
   /** The browser went online or offline: online retries at once. */
   onNetwork(online: boolean): void;
+  /** The page came back from a freeze (`resume`): an open stream may have gone deaf. */
+  onResume(): void;
   /** Ends every connection and timer for good (the client refuses any later use). */
   dispose(): void;
 }
@@ -292,6 +294,8 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
       } else if (!leading && Array.isArray(data)) {
         const [lastSeq, batch] = data as [number, string[]];
+        // Same-origin, but still input: a malformed post is reported, never thrown.
+        if (typeof lastSeq != 'number' || !Array.isArray(batch)) return say('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') });
         if (!relayed) say('shared', { role: 'watcher' }), (relayed = true);
         // A replay request of this tab's own is watched on its own: relayed sound must not hide it hanging.
         if (!replay) heard = now();
@@ -801,6 +805,17 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
 
     onNetwork(online) {
       if (online) wake?.();
+    },
+
+    onResume() {
+      // A stream that received data while the page was frozen delivers nothing after `resume`
+      // (measured in Chromium 156: no error, no close) and would wait for the idle watchdog.
+      // Reconnect at once from our own cursor instead: one reconnect, said as a cut.
+      if (!replay && (connection.state === 'open' || connection.state === 'connecting')) {
+        cut = true;
+        say('disconnect', { cause: new TransportError('network_error', 'Page resumed from a freeze.') });
+        abort?.abort();
+      }
     },
 
     dispose() {

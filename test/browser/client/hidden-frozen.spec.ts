@@ -19,8 +19,8 @@
  *   until it is brought to the front.
  * - A fetch stream that receives data while its page is frozen delivers nothing more after
  *   `resume` (no error, no close; later writes and heartbeats do not wake it; only the end
- *   of the response does). One that received nothing while frozen goes on. The last test
- *   (`test.fail`) pins what the client should do about it.
+ *   of the response does). One that received nothing while frozen goes on. So the client
+ *   re-opens an open stream on `resume` (the last test pins it: no waiting for the watchdog).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -64,6 +64,8 @@ interface Seen {
   posts: string[];
   /** Turn id of every GET …/turns/:id/events (a stream attempt). */
   streams: string[];
+  /** `turnId@Last-Event-ID` of every stream request (the header absent: `turnId@`). */
+  cursors: string[];
   /** Turn id of every GET …/turns/:id (a replay page). */
   replays: string[];
 }
@@ -97,7 +99,7 @@ async function startRig(): Promise<Rig> {
   const log = createMemoryTurnLog();
   const handler = createLifelineHandler({ agent: agent.agent, store: log, basePath: '/api', heartbeatMs: HEARTBEAT_MS, onError: () => {} });
   const reference = toNodeListener(handler);
-  const seen: Seen = { posts: [], streams: [], replays: [] };
+  const seen: Seen = { posts: [], streams: [], cursors: [], replays: [] };
   let holding = false;
   let held: Array<() => void> = [];
   const web = await startPageServer((req: IncomingMessage, res: ServerResponse) => {
@@ -110,6 +112,7 @@ async function startRig(): Promise<Rig> {
       if (holding) return void held.push(() => reference(req, res));
     } else if (req.method === 'GET' && turn) {
       (turn[2] ? seen.streams : seen.replays).push(turn[1] as string);
+      if (turn[2]) seen.cursors.push(`${turn[1]}@${req.headers['last-event-id'] ?? ''}`);
     }
     reference(req, res);
   });
@@ -246,6 +249,21 @@ const visibilityOf = (target: Page) => target.evaluate(() => document.visibility
 const diagnosticTypes = (target: Page, turnId: string) =>
   target.evaluate((id) => window.__rec.diagnostics.filter((d) => d['turnId'] === id || d['id'] === id).map((d) => d.type), turnId);
 
+/**
+ * The client's own stream connects for a turn, as `turnId@Last-Event-ID`, after checking the
+ * server saw no other cursor. Reconnects are counted here, not at the server: right after a
+ * resume Chromium sometimes delivers one fetch to the server twice, ~20 ms apart with the same
+ * Last-Event-ID (measured: 2 of 4 runs), its network stack replaying a request, not a reconnect.
+ */
+async function connectsOf(target: Page, rig: Rig, turnId: string): Promise<string[]> {
+  const connects = await target.evaluate(
+    (id) => window.__rec.diagnostics.filter((d) => d.type === 'connect' && d['turnId'] === id).map((d) => `${id}@${d['lastEventId'] || ''}`),
+    turnId,
+  );
+  expect(new Set(rig.seen.cursors.filter((cursor) => cursor.startsWith(`${turnId}@`)))).toEqual(new Set(connects));
+  return connects;
+}
+
 /** The turn ids the server holds for a conversation. */
 async function turnsOf(rig: Rig, conversationId: string): Promise<string[]> {
   const response = await fetch(`${rig.web.url}/api/conversations/${conversationId}/turns`);
@@ -289,7 +307,8 @@ async function secondSending(target: Page, rig: Rig, conversationId: string): Pr
 /** Waits for both turns to end in the page; checks T= and J0 for each against the server's replay. */
 async function expectTurnsExact(target: Page, rig: Rig, namespace: string, turnIds: string[]): Promise<void> {
   for (const turnId of turnIds) {
-    await target.waitForFunction((id) => window.__rec.finals[id] !== undefined, turnId, { timeout: 30_000 });
+    // Polled on a timer: a hidden page (the last test leaves it hidden) runs no animation frames.
+    await target.waitForFunction((id) => window.__rec.finals[id] !== undefined, turnId, { timeout: 30_000, polling: 100 });
     const final = await target.evaluate((id) => window.__rec.finals[id], turnId);
     const { events } = await replayAll(`${rig.web.url}/api`, turnId);
     expect(final).toEqual({ status: 'complete', text: textOf(events), lastSeq: events.length });
@@ -411,9 +430,9 @@ test('frozen while the server produces events and answers a submission, then res
 
   // At most one reconnect for the turn that lived through the freeze. Measured here: a fetch stream that
   // receives data while its page is frozen never delivers another byte after the resume (no error, no
-  // close: a black hole until the connection ends), so the idle watchdog replays and re-opens it once.
+  // close: a black hole until the connection ends), so the client re-opens it on `resume`, once.
   // A stream that survives would give zero. The turn accepted after the resume streams once.
-  const reconnects = countIn(rig.seen.streams, first.turnId) - 1;
+  const reconnects = (await connectsOf(tab, rig, first.turnId)).length - 1;
   expect(reconnects).toBeGreaterThanOrEqual(0);
   expect(reconnects).toBeLessThanOrEqual(1);
   expect(countIn(rig.seen.replays, first.turnId)).toBeLessThanOrEqual(1);
@@ -430,16 +449,10 @@ test('frozen while the server produces events and answers a submission, then res
   expect(await tab.evaluate(() => window.__rec.failures)).toEqual([]);
 });
 
-// Known issue (for the lead): a stream deafened by a freeze is only noticed by the watchdog.
-// Measured above: a fetch stream that receives data while its page is frozen delivers nothing
-// after `resume` (no error, no close, heartbeats do not wake it). src/turn-follower.ts has no
-// page-lifecycle handling (only src/client.ts listens, to flush storage on visibilitychange/
-// pagehide), so after a resume the follower keeps showing `streaming` with stale text until
-// `check()` (its watchdog) fires `idleMs` after the last event heard: 25 s with the defaults.
-// Expected: on `resume` the follower re-opens its stream at once with Last-Event-ID (one
-// reconnect, as now, but without the silent wait). With 30 s watchdogs, only a resume-aware
-// client catches up inside the poll's 5 s.
-test.fail('frozen, then resumed with 30 s watchdogs: the turn catches up through one reconnect on resume, without a stall', async () => {
+// On `resume` the follower re-opens its stream at once with Last-Event-ID (one reconnect,
+// said as a `disconnect`), instead of showing stale text until the idle watchdog fires. With
+// 30 s watchdogs, only that catches up inside the poll's 5 s.
+test('frozen, then resumed with 30 s watchdogs: the turn catches up through one reconnect on resume, without a stall', async () => {
   rig = await startRig();
   const namespace = 'resume-aware';
   const { page: tab, cdp } = await openClient(rig.web.url, namespace, { firstEventMs: 30_000, idleMs: 30_000 });
@@ -452,7 +465,7 @@ test.fail('frozen, then resumed with 30 s watchdogs: the turn catches up through
 
   await expect.poll(() => appliedOf(tab, first.turnId), { timeout: 5_000 }).toBe(3);
   expect(await diagnosticTypes(tab, first.turnId)).not.toContain('stalled');
-  expect(countIn(rig.seen.streams, first.turnId)).toBe(2);
+  expect(await connectsOf(tab, rig, first.turnId)).toEqual([`${first.turnId}@`, `${first.turnId}@2`]);
   await first.control.end();
   await expectTurnsExact(tab, rig, namespace, [first.turnId]);
 });
