@@ -16,6 +16,7 @@ import type { TurnLog } from '../../../src/server/turn-log.js';
 import { controlledAgent, PERSONAS, textAgent } from '../../fixtures/agents.js';
 import { isStreamRequest, seededRandom, startFaultProxy, type FaultPlan, type FaultProxy, type RequestInfo } from '../../fixtures/fault-proxy.js';
 import { replayAll, submitMessage, textOf, waitForTurnEnd } from '../../fixtures/server.js';
+import { storedText } from '../fixtures/stored-text.js';
 import { startPageServer, type PageServer } from '../fixtures/page-server.js';
 
 /** What the page records while it follows a turn. */
@@ -125,20 +126,6 @@ async function finalOf(page: Page, turnId: string): Promise<FollowRecord> {
   return page.evaluate((id) => window.__follow[id] as FollowRecord, turnId);
 }
 
-/** The text IndexedDB holds for the turn, read through a second connection. */
-function storedText(page: Page, turnId: string, namespace: string): Promise<string | undefined> {
-  return page.evaluate(
-    async ({ turnId, namespace }) => {
-      const store = window.lifeline.createIndexedDbStore({ namespace });
-      try {
-        return (await store.loadTurn(turnId))?.record.text;
-      } finally {
-        store.close();
-      }
-    },
-    { turnId, namespace },
-  );
-}
 
 function range(n: number): number[] {
   return Array.from({ length: n }, (_, index) => index + 1);

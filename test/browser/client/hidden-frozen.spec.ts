@@ -37,6 +37,7 @@ import type { TurnLog } from '../../../src/server/turn-log.js';
 import { CHROMIUM_FLAGS, chromiumExecutable } from '../../chromium.js';
 import { controlledAgent, type ControlledAgent, type TurnControl } from '../../fixtures/agents.js';
 import { replayAll, textOf } from '../../fixtures/server.js';
+import { storedText } from '../fixtures/stored-text.js';
 import { startPageServer, type PageServer } from '../fixtures/page-server.js';
 
 /** What the page records: per turn the applied seqs and final snapshot, plus page-wide signals. */
@@ -318,20 +319,6 @@ async function expectTurnsExact(target: Page, rig: Rig, namespace: string, turnI
   }
 }
 
-/** The text IndexedDB holds for the turn, read through a second connection. */
-function storedText(target: Page, turnId: string, namespace: string): Promise<string | undefined> {
-  return target.evaluate(
-    async ({ turnId, namespace }) => {
-      const store = window.lifeline.createIndexedDbStore({ namespace });
-      try {
-        return (await store.loadTurn(turnId))?.record.text;
-      } finally {
-        store.close();
-      }
-    },
-    { turnId, namespace },
-  );
-}
 
 const countIn = (list: readonly string[], value: string): number => list.filter((item) => item === value).length;
 
