@@ -169,13 +169,17 @@ test.beforeAll(async () => {
 });
 
 test.afterAll(async () => {
-  await browser?.close();
   if (child && child.exitCode === null) {
     const exited = new Promise((resolve) => child?.once('exit', resolve));
-    child.kill();
+    // A graceful close lets Chromium's helper processes finish with the profile before it is
+    // deleted (a killed browser left them writing: ENOTEMPTY on the rmdir).
+    const session = await browser?.newBrowserCDPSession();
+    await session?.send('Browser.close').catch(() => undefined);
+    if (!session) child.kill();
     await exited;
   }
-  if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+  await browser?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 });
 
 let rig: Rig | undefined;
