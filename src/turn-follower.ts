@@ -426,7 +426,7 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
   async function page(signal: AbortSignal): Promise<Failure | boolean> {
     for (let limit = REPLAY_LIMIT; ; limit = Math.ceil(limit / 2)) {
       // The answer is read up to a cap (bounded memory); past it the page is asked again, halved.
-      const answer = await requestJson({ ...deps, headers: await deps.headers(), signal }, 'GET', `${path}?after=${state.lastSeq}&limit=${limit}`, replayAnswerSchema, Math.max(8 * 1024 * 1024, 4 * maxEventSize), 'replay');
+      const answer = await requestJson({ ...deps, signal }, 'GET', `${path}?after=${state.lastSeq}&limit=${limit}`, replayAnswerSchema, Math.max(8 * 1024 * 1024, 4 * maxEventSize));
       if (answer.ok) {
         authRetried = false;
         const { turn, events, hasMore } = answer.value;
@@ -726,7 +726,7 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
     },
 
     async cancel() {
-      const answer = await requestJson({ ...deps, headers: await deps.headers() }, 'POST', path + '/cancel', cancelAnswerSchema, 100_000, 'cancel');
+      const answer = await requestJson(deps, 'POST', path + '/cancel', cancelAnswerSchema, 100_000);
       if (!answer.ok) throw answer.failure.error;
     },
 

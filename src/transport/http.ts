@@ -43,12 +43,8 @@ export interface Failure {
   retryAfterMs?: number | undefined;
 }
 
-/** What a JSON request needs: the client's plumbing with the headers already resolved. */
-export interface JsonRequest {
-  baseUrl: string;
-  fetch: typeof fetch;
-  headers: Record<string, string>;
-  now: () => number;
+/** What a JSON request needs: the client's plumbing (the headers are read afresh for it). */
+export interface JsonRequest extends HttpContext {
   signal?: AbortSignal;
 }
 
@@ -88,7 +84,8 @@ async function readJson(response: Response, maxBytes: number): Promise<unknown> 
 /**
  * One request to a JSON endpoint (replay, list, cancel); never throws, an abort answers a
  * `network_error` failure. Success is `200`/`202` with a JSON body of at most `maxBytes`
- * that `schema` accepts; anything else there is a retryable `invalid_response` naming `what`.
+ * that `schema` accepts; anything else there is a retryable `invalid_response` (the zod
+ * issues in its `details`; the diagnostic's scope says which request).
  */
 export async function requestJson<T>(
   request: JsonRequest,
@@ -96,13 +93,12 @@ export async function requestJson<T>(
   path: string,
   schema: z.ZodMiniType<T>,
   maxBytes: number,
-  what: string,
 ): Promise<JsonAnswer<T>> {
   let value: unknown;
   try {
     const response = await request.fetch(endpoint(request.baseUrl, path), {
       method,
-      headers: { ...request.headers, accept: 'application/json' },
+      headers: { ...(await request.headers()), accept: 'application/json' },
       signal: request.signal ?? null,
     });
     if (response.status !== 200 && response.status !== 202) return { ok: false, failure: await failureFromResponse(response, request.now()) };
@@ -115,7 +111,7 @@ export async function requestJson<T>(
     ? { ok: true, value: parsed.data }
     : {
         ok: false,
-        failure: { error: new ProtocolError('invalid_response', `Invalid ${what} answer.`, { details: parsed.error.issues }), disposition: 'retry' },
+        failure: { error: new ProtocolError('invalid_response', 'Invalid answer.', { details: parsed.error.issues }), disposition: 'retry' },
         ...(value === TOO_LARGE && { tooLarge: true }),
       };
 }

@@ -11,9 +11,8 @@ import type { Diagnostic } from '../types.js';
 import { requestJson, type JsonRequest } from './http.js';
 
 /** What {@link listTurns} needs from the client (its follower deps fit). */
-export interface ListContext extends Omit<JsonRequest, 'headers'> {
+export interface ListContext extends JsonRequest {
   random: () => number;
-  headers: () => Promise<Record<string, string>>;
   retry: RetryPolicy;
   emit: (diagnostic: Diagnostic) => void;
 }
@@ -28,12 +27,11 @@ export async function listTurns(context: ListContext, conversationId: string, si
   for (;;) {
     // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
     const answer = await requestJson(
-      { ...context, headers: await context.headers() },
+      context,
       'GET',
       `/conversations/${conversationId}/turns?limit=200`,
       listAnswerSchema,
       4 * 1024 * 1024,
-      'list',
     );
     if (answer.ok) return answer.value.turns;
     const { error, disposition } = answer.failure;
