@@ -39,9 +39,10 @@ describe('decodeEventValue', () => {
 
   it('explains a bad event with the path and zod English message of each issue', () => {
     const decoded = decodeEventValue({ type: 'delta', turnId: 'turn_a', seq: 1.5, text: 'x' });
-    expect(decoded.kind === 'error' && decoded.error.message).toBe(
-      'Event does not match the protocol: seq: Invalid input: expected int, received number',
-    );
+    expect(decoded.kind === 'error' && [decoded.error.message, decoded.error.details]).toEqual([
+      'Event does not match the protocol.',
+      [expect.objectContaining({ path: ['seq'], message: 'Invalid input: expected int, received number' })],
+    ]);
   });
 });
 
