@@ -116,14 +116,14 @@ export async function requestJson<T>(
       };
 }
 
-/** Statuses with a meaning of their own; any other is `http_error`. */
-const STATUS_FAILURES: Readonly<Record<number, readonly [LifelineErrorCode, FailureDisposition]>> = {
-  401: ['unauthorized', 'auth'],
-  403: ['forbidden', 'auth'],
-  404: ['turn_not_found', 'fatal'],
-  410: ['turn_expired', 'fatal'],
-  429: ['rate_limited', 'retry'],
-  503: ['server_unavailable', 'retry'],
+/** Statuses with a code of their own; any other is `http_error`. */
+const STATUS_CODES: Readonly<Record<number, LifelineErrorCode>> = {
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'turn_not_found',
+  410: 'turn_expired',
+  429: 'rate_limited',
+  503: 'server_unavailable',
 };
 
 /** Classifies a non-success response; reads (a bounded part of) its error body. */
@@ -134,10 +134,9 @@ export async function failureFromResponse(response: Response, now: number): Prom
   if (serverCode === 'resume_point_ahead') {
     return { error: new ProtocolError('seq_mismatch', 'The server log is behind the client.', options), disposition: 'rebuild' };
   }
-  const [code, disposition] = STATUS_FAILURES[status] ?? ['http_error', status >= 500 || status === 408 || status === 425 ? 'retry' : 'fatal'];
   return {
-    error: new TransportError(code, `The server answered ${status}.`, options),
-    disposition,
+    error: new TransportError(STATUS_CODES[status] ?? 'http_error', `The server answered ${status}.`, options),
+    disposition: status === 401 || status === 403 ? 'auth' : status >= 500 || [408, 425, 429].includes(status) ? 'retry' : 'fatal',
     retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now),
   };
 }
