@@ -4,7 +4,7 @@
  * platform-specific is looked up when a client is created or used.
  */
 import { resolveRetryPolicy } from './core/backoff.js';
-import { createBatcher, createEmitter } from './core/subscribable.js';
+import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { assertId, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
@@ -68,9 +68,14 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const headers = headersResolver(options.headers);
   const diagnostics = createEmitter<Diagnostic>();
-  // The app's callback is one more listener: a throw in it is reported, never passed on.
-  if (options.onDiagnostic) diagnostics.subscribe(options.onDiagnostic);
-  const emit = diagnostics.emit;
+  const emit = (diagnostic: Diagnostic): void => {
+    diagnostics.emit(diagnostic);
+    try {
+      options.onDiagnostic?.(diagnostic);
+    } catch (error) {
+      reportListenerError(error);
+    }
+  };
   const network = createBrowserNetworkMonitor();
   const followers = new Map<string, TurnFollower>();
   const conversations = new Map<string, Conversation>();
