@@ -101,7 +101,6 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage;
   const persistence = createPersistence({
     store,
-    memoryByChoice: store.kind === 'memory',
     flushMs: options.flushMs ?? 16,
     flushEvents: options.flushEvents ?? 256,
     retentionMs: options.retentionMs ?? 7 * 24 * 3600_000,
@@ -196,15 +195,11 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   };
 
   const start = async (): Promise<void> => {
-    await persistence.open();
-    // No Storage API, or a refusal, answers false.
-    if (options.persist) persistence.setPersisted(await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false));
-    const loaded = await persistence.loadUnfinished();
+    const loaded = await persistence.open(options.persist);
     // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
     await outbox.start();
     const restored = loaded.filter(({ record }) => !followers.has(record.id));
     for (const turn of restored) createFollower(turn.record.id).restore(turn);
-    void persistence.sweep();
     // Stored text is visible now; the network starts after `ready`.
     queueMicrotask(() => {
       if (signal.aborted) return;

@@ -8,7 +8,7 @@ import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.
 import { chunkWins, joinChunks, leaseFree, nextRow } from './monotonic.js';
 import { checkAll, isEndedStatus, outboxRecordSchema, turnRecordSchema } from './records.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
-import type { EventChunk, Store, TurnRecord } from './store.js';
+import type { EventChunk, Store } from './store.js';
 
 /** Options of {@link createIndexedDbStore}. */
 export interface IndexedDbStoreOptions {
@@ -31,19 +31,11 @@ export interface IndexedDbStoreOptions {
   indexedDB?: IDBFactory;
 }
 
-/** One turn's share of a batched write: its chunk and its updated row. */
-export interface ChunkWrite {
-  record: TurnRecord;
-  chunk: EventChunk;
-}
-
 /** The store returned by {@link createIndexedDbStore}. */
 export interface IndexedDbStore extends Store {
   readonly kind: 'indexeddb';
   /** `lifeline:<namespace>`. */
   readonly databaseName: string;
-  /** One transaction for chunks of several turns (one flush of the persistence layer). */
-  appendChunks(items: readonly ChunkWrite[]): Promise<void>;
 }
 
 /**
@@ -56,7 +48,6 @@ export function isIndexedDbAvailable(): boolean {
 
 type Names = StoreNames<LifelineDbSchema>;
 type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<LifelineDbSchema, N, M>;
-type Write = { record: TurnRecord; chunk?: EventChunk };
 
 const STORES: Names[] = ['turns', 'chunks', 'outbox', 'leases'];
 
@@ -162,25 +153,24 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
   const turnsTx = <R>(body: (tx: Tx<['turns', 'chunks'], 'readwrite'>) => Promise<R>): Promise<R> => run(['turns', 'chunks'], 'readwrite', body);
 
   /**
-   * Every turn write, in one transaction: rows (the last one given for a turn wins) by
-   * the rules of `monotonic.ts`, chunks that are not shorter than what their key holds, and
-   * for a fold the deletion of the turn's chunks. What is stored is read in this
-   * transaction: another tab may have folded these turns, got further, or stored a longer
-   * chunk under the same key.
+   * Rows (the last one given for a turn wins) by the rules of `monotonic.ts`, chunks that
+   * are not shorter than what their key holds, and for a fold (a row with `text`) the
+   * deletion of the turn's chunks. What is stored is read in this transaction: another tab
+   * may have folded these turns, got further, or stored a longer chunk under the same key.
    */
-  const write = (items: readonly Write[], fold?: boolean): Promise<void> =>
+  const write: Store['write'] = (items) =>
     turnsTx(async (tx) => {
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
-      const rows = new Map(items.map(({ record }) => [record.id, record]));
+      const rows = [...new Map(items.map(({ record }) => [record.id, record])).values()];
       const records = items.flatMap(({ chunk }) => (chunk ? split(chunk) : []));
       const [stored, present] = await Promise.all([
-        Promise.all([...rows.keys()].map((id) => turns.get(id))),
+        Promise.all(rows.map(({ id }) => turns.get(id))),
         Promise.all(records.map((chunk) => chunks.get([chunk.turnId, chunk.firstSeq]))),
       ]);
-      const next = [...rows.values()].map((row, i) => nextRow(stored[i], row));
+      const next = rows.map((row, i) => nextRow(stored[i], row));
       const kept = new Set(next.map((row) => row?.id));
-      if (fold) await Promise.all([...rows.keys()].flatMap((id) => remove(tx, id, true)));
+      await Promise.all(rows.flatMap((row) => (row.text === undefined ? [] : remove(tx, row.id, true))));
       // put() clones its value on the main thread: one record at a time, each awaited, so a
       // burst's write is many short tasks (the stream goes on between them), not one long one.
       // A value refused synchronously (DataCloneError) throws here and aborts the transaction.
@@ -223,10 +213,7 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       if (corrupt) throw corrupt;
       return joinChunks(record!, chunks);
     },
-    putTurn: (record) => write([{ record }]),
-    appendChunk: (record, chunk) => write([{ record, chunk }]),
-    appendChunks: write,
-    foldTurn: (record) => write([{ record }], true),
+    write,
     async deleteTurn(turnId) {
       await turnsTx((tx) => Promise.all(remove(tx, turnId)));
     },
@@ -274,7 +261,7 @@ async function openDatabase(name: string, options: IndexedDbStoreOptions): Promi
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const request = (options.indexedDB ?? indexedDB).open(name, SCHEMA_VERSION);
-    request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion, request.transaction!);
+    request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion);
     request.onblocked = (event) => (blocked = event);
     const opening = wrap(request) as Promise<LifelineDb>;
     return await Promise.race([

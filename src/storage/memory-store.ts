@@ -12,7 +12,6 @@ import type { EventChunk, OutboxRecord, Store, TurnRecord } from './store.js';
 /** The store returned by {@link createMemoryStore}. */
 export interface MemoryStore extends Store {
   readonly kind: 'memory';
-  appendChunks(items: readonly { record: TurnRecord; chunk: EventChunk }[]): Promise<void>;
 }
 
 /** Copies in and out, as IndexedDB does (looked up on use: importing must not need it). */
@@ -34,11 +33,11 @@ export function createMemoryStore(): MemoryStore {
   const keyOf = (chunk: EventChunk): string => `${chunk.turnId} ${chunk.firstSeq}`;
   const chunksOf = (turnId: string): EventChunk[] => [...chunks.values()].filter((chunk) => chunk.turnId == turnId).sort((a, b) => a.firstSeq - b.firstSeq);
   const dropChunks = (turnId: string): void => chunksOf(turnId).forEach((chunk) => chunks.delete(keyOf(chunk)));
-  /** Every write: rows by the rules of every store (a late append of a folded turn is dropped with its row); a fold drops the turn's chunks. */
-  const write = async (items: readonly { record: TurnRecord; chunk?: EventChunk }[], fold?: boolean): Promise<void> => {
+  /** Rows by the rules of every store (a late append of a folded turn is dropped with its row); a fold (row with `text`) drops the turn's chunks. */
+  const write: Store['write'] = async (items) => {
     for (const { record, chunk } of items) {
       const row = nextRow(turns.get(record.id), record);
-      if (fold) dropChunks(record.id);
+      if (record.text !== undefined) dropChunks(record.id);
       if (row) turns.set(row.id, copy(row));
       // Events are immutable once decoded: kept by reference (a copy per event costs more than the rest of the client).
       if (row && chunk && chunkWins(chunks.get(keyOf(chunk)), chunk)) chunks.set(keyOf(chunk), { ...chunk, events: [...chunk.events] });
@@ -56,10 +55,7 @@ export function createMemoryStore(): MemoryStore {
       const row = turns.get(turnId);
       return row && joinChunks(copy(row), chunksOf(turnId));
     },
-    putTurn: (record) => write([{ record }]),
-    appendChunk: (record, chunk) => write([{ record, chunk }]),
-    appendChunks: write,
-    foldTurn: (record) => write([{ record }], true),
+    write,
     async deleteTurn(turnId) {
       turns.delete(turnId);
       dropChunks(turnId);
