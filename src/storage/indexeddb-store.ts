@@ -6,7 +6,7 @@
 import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.js';
 import { chunkWins, joinChunks, leaseFree, nextRow } from './monotonic.js';
-import { checkAll, isEndedStatus, outboxRecordSchema, turnRecordSchema } from './records.js';
+import { checkAll, corruptRecord, outboxRecordSchema, turnRecordSchema } from './records.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
 import type { EventChunk, Store } from './store.js';
 
@@ -190,28 +190,24 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       connection = undefined;
     },
     async loadTurns({ unfinished, conversationId } = {}) {
-      const values = await run(['turns'], 'readonly', async ({ store: turns }) => {
-        if (conversationId !== undefined) return turns.index('by-conversation').getAll(conversationId);
-        if (!unfinished) return turns.getAll();
-        // Below 'cancelled' and above 'failed': every live status (and a foreign one there, reported), none of the ended ones.
-        const ranges = [IDBKeyRange.upperBound('cancelled', true), IDBKeyRange.lowerBound('failed', true)];
-        return (await Promise.all(ranges.map((range) => turns.index('by-status').getAll(range)))).flat();
-      });
-      const result = checkAll(turnRecordSchema, 'turns', values, 'id');
-      if (unfinished) result.items = result.items.filter((row) => !isEndedStatus(row.status));
-      return result;
+      const values = await run(['turns'], 'readonly', ({ store: turns }) =>
+        conversationId !== undefined
+          ? turns.index('by-conversation').getAll(conversationId)
+          : // Above 'failed' (the last ended status in key order): every live status, and a foreign one there (reported).
+            unfinished
+            ? turns.index('by-status').getAll(IDBKeyRange.lowerBound('failed', true))
+            : turns.getAll(),
+      );
+      return checkAll(turnRecordSchema, 'turns', values, 'id');
     },
     async loadTurn(turnId) {
       const [row, chunks] = await run(['turns', 'chunks'], 'readonly', (tx) =>
         Promise.all([tx.objectStore('turns').get(turnId), tx.objectStore('chunks').getAll(chunkRange(turnId))]),
       );
       if (!row) return undefined;
-      const {
-        items: [record],
-        skipped: [corrupt],
-      } = checkAll(turnRecordSchema, 'turns', [row], 'id');
-      if (corrupt) throw corrupt;
-      return joinChunks(record!, chunks);
+      const record = turnRecordSchema.safeParse(row).data;
+      if (!record) throw corruptRecord('turns', turnId);
+      return joinChunks(record, chunks);
     },
     write,
     async deleteTurn(turnId) {

@@ -153,11 +153,7 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       if (used == store && status.state != 'degraded') {
         store = createMemoryStore();
         delete used.onTrouble;
-        try {
-          used.close();
-        } catch {
-          // Best effort: the broken store is not used again.
-        }
+        used.close();
         setStatus({ ...status, state: 'degraded', kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
       }
       return operation(store);
@@ -269,13 +265,11 @@ export function createPersistence(options: PersistenceOptions): Persistence {
 
   return {
     status: { getSnapshot: () => status, subscribe: listeners.subscribe },
-    // Every method of the outbox's share, called on whichever store is current.
-    outbox: Object.fromEntries(
-      (['loadOutbox', 'putOutbox', 'deleteOutbox', 'tryLease', 'releaseLease'] as const).map((method) => [
-        method,
+    // Any method of the outbox's share, called on whichever store is current.
+    outbox: new Proxy({} as OutboxStorage, {
+      get: (_, method: keyof OutboxStorage) =>
         (...args: unknown[]) => guard((target) => (target[method] as (...a: unknown[]) => Promise<unknown>)(...args)),
-      ]),
-    ) as unknown as OutboxStorage,
+    }),
     // A store that cannot open fails the guard: the layer goes on in memory, degraded.
     async open(persist) {
       await guard(async (target) => {

@@ -124,7 +124,10 @@ export interface Store {
   readonly kind: string;
   /** Opens (or re-opens after `terminated`/`Clear-Site-Data`). Rejects with a StorageError. */
   open(): Promise<void>;
-  /** Turns in storage (in no particular order); `unfinished` keeps only those whose status is not ended. */
+  /**
+   * Turns in storage (in no particular order): one conversation's when `conversationId`
+   * is given, else those whose status is not ended when `unfinished`, else all.
+   */
   loadTurns(filter?: { unfinished?: boolean; conversationId?: string }): Promise<LoadResult<TurnRecord>>;
   /** One turn with its events (empty when folded). `undefined` when not stored. */
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
@@ -152,7 +155,7 @@ export interface Store {
   releaseLease(name: string, owner: string): Promise<void>;
   /** Deletes everything in this namespace (logout). */
   clear(): Promise<void>;
-  /** Closes connections; the store may be opened again. */
+  /** Closes connections (never throws); the store may be opened again. */
   close(): void;
   /**
    * Called by the store when it loses its connection outside any call (a newer tab's
