@@ -175,6 +175,14 @@ export function createPersistence(options: PersistenceOptions): Persistence {
     if (content !== undefined && !messages.has(id)) messages.set(id, { content, operationId });
   };
 
+  /** Stored rows by `filter`: corrupt ones reported, user messages learnt. */
+  const rows = async (target: Store, filter: Parameters<Store['loadTurns']>[0]): Promise<TurnRecord[]> => {
+    const { items, skipped } = await target.loadTurns(filter);
+    report(skipped);
+    items.forEach(learn);
+    return items;
+  };
+
   const load = async (target: Store, turnId: string): Promise<LoadedTurn | undefined> => {
     const turn = await target.loadTurn(turnId);
     if (turn) {
@@ -280,10 +288,8 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       // No Storage API, or a refusal, answers false.
       if (persist) setStatus({ ...status, persisted: await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false) });
       const loaded = serial(async (target) => {
-        const { items, skipped } = await target.loadTurns({ unfinished: true });
-        report(skipped);
         const turns: LoadedTurn[] = [];
-        for (const { id } of items) {
+        for (const { id } of await rows(target, { unfinished: true })) {
           const turn = await load(target, id);
           if (turn) turns.push(turn);
         }
@@ -293,21 +299,15 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       return loaded;
     },
     loadTurn: (turnId) => serial((target) => load(target, turnId)),
-    loadConversation: (conversationId) =>
-      serial(async (target) => {
-        const { items, skipped } = await target.loadTurns({ conversationId });
-        report(skipped);
-        items.forEach(learn);
-        return items;
-      }, []),
+    loadConversation: (conversationId) => serial((target) => rows(target, { conversationId }), []),
     setMessage: (turnId, message) => void messages.set(turnId, message),
     message: (turnId) => messages.get(turnId),
     track: (turnId, meta) => void metas.set(turnId, meta),
     saveTurn(turnId) {
       // lastSeq 0: the store keeps the higher lastSeq of the chunks already written.
-      void serial(async (target) => {
+      void write(() => {
         const record = row(turnId, 0);
-        if (record) await target.write([{ record }]);
+        return record ? [{ record }] : [];
       });
     },
     append(turnId, event) {
@@ -326,12 +326,11 @@ export function createPersistence(options: PersistenceOptions): Persistence {
         const part = events.splice(0, maxWrite);
         void write(() => chunks(turnId, part));
       }
-      return serial(async (target) => {
+      // The fold: a row with the whole text.
+      return write(() => {
         const base = row(turnId, folded.lastSeq);
-        if (base) {
-          const { status, text, actions, error } = folded;
-          await target.write([{ record: { ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }]);
-        }
+        const { status, text, actions, error } = folded;
+        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
       });
     },
     discard(turnId) {
