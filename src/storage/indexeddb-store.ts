@@ -43,7 +43,7 @@ export interface IndexedDbStore extends Store {
  * (private modes, disabled storage): the store reports that as `storage_unavailable`.
  */
 export function isIndexedDbAvailable(): boolean {
-  return typeof indexedDB == 'object' && !!indexedDB;
+  return !!globalThis.indexedDB;
 }
 
 type Names = StoreNames<LifelineDbSchema>;
@@ -163,19 +163,14 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
       const rows = [...new Map(items.map(({ record }) => [record.id, record])).values()];
-      const records = items.flatMap(({ chunk }) => (chunk ? split(chunk) : []));
-      const [stored, present] = await Promise.all([
-        Promise.all(rows.map(({ id }) => turns.get(id))),
-        Promise.all(records.map((chunk) => chunks.get([chunk.turnId, chunk.firstSeq]))),
-      ]);
-      const next = rows.map((row, i) => nextRow(stored[i], row));
+      const next = await Promise.all(rows.map(async (row) => nextRow(await turns.get(row.id), row)));
       const kept = new Set(next.map((row) => row?.id));
       await Promise.all(rows.flatMap((row) => (row.text === undefined ? [] : remove(tx, row.id, true))));
       // put() clones its value on the main thread: one record at a time, each awaited, so a
       // burst's write is many short tasks (the stream goes on between them), not one long one.
       // A value refused synchronously (DataCloneError) throws here and aborts the transaction.
-      for (const [i, chunk] of records.entries()) {
-        if (kept.has(chunk.turnId) && chunkWins(present[i], chunk)) await chunks.put(chunk);
+      for (const chunk of items.flatMap(({ chunk }) => (chunk ? split(chunk) : []))) {
+        if (kept.has(chunk.turnId) && chunkWins(await chunks.get([chunk.turnId, chunk.firstSeq]), chunk)) await chunks.put(chunk);
       }
       await Promise.all(next.map(async (row) => row && turns.put(row)));
     });
