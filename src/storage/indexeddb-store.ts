@@ -5,7 +5,7 @@
  */
 import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.js';
-import { chunkWins, joinChunks, leaseFree, nextRow } from './monotonic.js';
+import { chunkWins, joinChunks, nextRow } from './monotonic.js';
 import { checkAll, corruptRecord, outboxRecordSchema, turnRecordSchema } from './records.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
 import type { EventChunk, Store } from './store.js';
@@ -226,7 +226,9 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
     },
     tryLease: (name, owner, ttlMs, now) =>
       run(['leases'], 'readwrite', async ({ store: leases }) => {
-        const free = leaseFree(await leases.get(name), owner, now);
+        // Free when unheld, expired, unreadable, or already `owner`'s.
+        const lease = await leases.get(name);
+        const free = lease?.owner == owner || !(lease?.expiresAt! > now);
         if (free) await leases.put({ name, owner, expiresAt: now + ttlMs });
         return free;
       }),
