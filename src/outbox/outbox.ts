@@ -27,8 +27,9 @@
 import { nanoid } from 'nanoid';
 import { jitteredDelay, parseRetryAfter, resolveRetryPolicy } from '../core/backoff.js';
 import { createEmitter } from '../core/subscribable.js';
-import { asStorageError, LifelineError, ProtocolError, TransportError, type LifelineErrorCode, type StorageError } from '../errors.js';
+import { asStorageError, LifelineError, ProtocolError, StorageError, TransportError, type LifelineErrorCode } from '../errors.js';
 import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import { outboxRecordSchema } from '../storage/records.js';
 import type { OutboxRecord, Store } from '../storage/store.js';
 import { endpoint, headersResolver, readServerError } from '../transport/http.js';
 import { createBrowserNetworkMonitor, type NetworkMonitor } from '../transport/network.js';
@@ -86,6 +87,11 @@ export interface OutboxDeps {
   locks?: OutboxLocks | null;
   /** Default `new BroadcastChannel(name)` when present; `null` disables cross-tab notices. */
   channel?: ((name: string) => OutboxChannel) | null;
+  /**
+   * Where a new entry is also written synchronously until its IndexedDB write landed, so a
+   * reload in between cannot lose it. Default `localStorage` when the page may use it; `null`: none.
+   */
+  journal?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'> | null;
   /** Default: the browser's `online`/`offline` events ({@link createBrowserNetworkMonitor}); `null`: always online. */
   network?: NetworkMonitor | null;
   /** Lease time-to-live for the no-Web-Locks fallback, ms. Default 10 000. */
@@ -149,6 +155,15 @@ const RETRY_CODES: Partial<Record<number, LifelineErrorCode>> = { 408: 'timeout'
 /** What changes as an entry moves on: records read back equal to this are the same entry. */
 const progress = (entry: OutboxRecord): string => [entry.state, entry.attempts, entry.nextAttemptAt, entry.createdAt].join();
 
+/** `localStorage`, where the page may use it (reading it throws where cookies are blocked). */
+function pageStorage(): Storage | undefined {
+  try {
+    return globalThis.localStorage ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Creates the durable outbox. Nothing is read or sent until {@link OutboxController.start}
  * or the first {@link OutboxController.enqueue}.
@@ -172,6 +187,16 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const headers = headersResolver(deps.headers);
   const name = `lifeline-outbox:${deps.namespace ?? 'default'}`;
   const owner = nanoid();
+  const journal = deps.journal === undefined ? pageStorage() : deps.journal;
+  /** The journal's keys of this namespace: `lifeline-outbox:<namespace>:<operationId>`. */
+  const journalKey = (operationId: string): string => `${name}:${operationId}`;
+  const unjournal = (operationId: string): void => {
+    try {
+      journal?.removeItem(journalKey(operationId));
+    } catch {
+      // Storage refused: the next start imports it again, harmlessly (same key, same record).
+    }
+  };
   /** Cancels waiting for the sender role. */
   const stop = new AbortController();
   let disposed = false;
@@ -256,6 +281,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const drop = async (operationId: string): Promise<void> => {
     if (gone.has(operationId) || !find(operationId)) return;
     forget(operationId);
+    unjournal(operationId);
     await queue(() => storage.deleteOutbox(operationId), operationId);
   };
 
@@ -464,8 +490,45 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     poke();
   });
 
+  /** The journal's entries of this namespace (other tabs' in-flight ones too), removed as they are read. */
+  const drainJournal = (): unknown[] => {
+    const found: unknown[] = [];
+    try {
+      for (let i = journal?.length ?? 0; i--; ) {
+        const key = journal!.key(i);
+        if (!key?.startsWith(name + ':')) continue;
+        try {
+          found.push(JSON.parse(journal!.getItem(key) ?? 'null'));
+        } catch {
+          found.push(undefined);
+        }
+        journal!.removeItem(key);
+      }
+    } catch {
+      // Storage refused (blocked cookies): IndexedDB alone.
+    }
+    return found;
+  };
+
+  /**
+   * Moves into storage the entries a page journaled but did not get written (a reload right
+   * after `send()`). One already stored is left as stored: it may have moved on since.
+   */
+  const adopt = async (): Promise<void> => {
+    const journaled = drainJournal();
+    if (!journaled.length) return;
+    const stored = new Set((await storage.loadOutbox().catch(() => ({ items: [] }))).items.map((entry) => entry.operationId));
+    for (const value of journaled) {
+      const parsed = outboxRecordSchema.safeParse(value);
+      if (!parsed.success) trouble(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
+      else if (!stored.has(parsed.data.operationId)) await queue(() => storage.putOutbox(parsed.data as OutboxRecord), null);
+    }
+  };
+
+  /** Logout: forgets every entry, journal included; resolves once writes on their way landed. */
   const clear = async (): Promise<void> => {
     for (const entry of list) forget(entry.operationId);
+    drainJournal();
     await chain;
   };
 
@@ -482,7 +545,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       const time = now();
       const operationId = nanoid();
       // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.
-      const written = save({
+      const entry: OutboxRecord = {
         operationId,
         conversationId,
         content: parsed.data.content,
@@ -492,8 +555,16 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         attempts: 0,
         nextAttemptAt: time,
         state: 'queued',
-      }).then((error) => {
+      };
+      try {
+        // Synchronous: durable before `send()` returns, whatever happens to the page next.
+        journal?.setItem(journalKey(operationId), JSON.stringify(entry));
+      } catch {
+        // Full or refused: IndexedDB alone, as before.
+      }
+      const written = save(entry).then((error) => {
         if (error) throw error;
+        unjournal(operationId);
       });
       // Callers may ignore `written`; the failure is already a diagnostic.
       written.catch(() => undefined);
@@ -515,7 +586,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     },
 
     start: () =>
-      (started ??= reload().then((skipped) => {
+      (started ??= adopt().then(reload).then((skipped) => {
         for (const error of skipped) emit({ type: 'storage-error', error });
         const count = list.filter((entry) => isPending(entry) && entry.createdAt < born).length;
         if (count) emit({ type: 'outbox-replay', count });
@@ -526,7 +597,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     dispose() {
       disposed = true;
       stop.abort();
-      void clear();
+      // Storage and the journal keep every entry for the next page.
+      for (const entry of list) forget(entry.operationId);
       unsubscribe?.();
       channel?.close();
       wake?.();

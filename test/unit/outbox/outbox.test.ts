@@ -490,6 +490,68 @@ describe('outbox (fake timers)', () => {
   });
 });
 
+describe('outbox journal', () => {
+  it('a message whose storage write never landed (the page went away right after send) is sent by the next page, once', async () => {
+    const saved = new Map<string, string>();
+    const journal = {
+      getItem: (key: string) => saved.get(key) ?? null,
+      setItem: (key: string, value: string) => void saved.set(key, value),
+      removeItem: (key: string) => void saved.delete(key),
+      key: (index: number) => [...saved.keys()][index] ?? null,
+      get length() {
+        return saved.size;
+      },
+    };
+    const storage = createFakeStorage();
+    // The first page's write never lands: it is gone before IndexedDB commits.
+    const first = createOutbox(
+      baseDeps({ storage: { ...storage, putOutbox: () => new Promise<void>(() => undefined) }, fetch: createFakeFetch(accepted), emit: () => undefined, journal }),
+    );
+    const { operationId } = first.enqueue('conv', 'sent just before a reload');
+    first.dispose();
+    expect(storage.rows.size).toBe(0);
+    expect(saved.size).toBe(1);
+
+    const fetch = createFakeFetch(accepted);
+    const recorder = createRecorder();
+    // A later page: its entries from before count as left by earlier pages.
+    const next = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit, journal, now: () => Date.now() + 1_000 }));
+    outboxes.push(next);
+    await next.start();
+    expect(recorder.of('outbox-replay')[0]?.count).toBe(1);
+    await vi.waitFor(() => expect(recorder.of('accepted')).toHaveLength(1), { timeout: 5_000 });
+    expect(fetch.calls.map((call) => call.key)).toEqual([operationId]);
+    expect(saved.size).toBe(0);
+  });
+
+  it('a corrupt journal entry is reported and removed, other apps\' keys are kept; clear() empties the namespace\'s journal', async () => {
+    const saved = new Map<string, string>([
+      ['lifeline-outbox:default:garbage', '{not json'],
+      ['another-app:key', 'kept'],
+    ]);
+    const journal = {
+      getItem: (key: string) => saved.get(key) ?? null,
+      setItem: (key: string, value: string) => void saved.set(key, value),
+      removeItem: (key: string) => void saved.delete(key),
+      key: (index: number) => [...saved.keys()][index] ?? null,
+      get length() {
+        return saved.size;
+      },
+    };
+    const storage = createFakeStorage();
+    const recorder = createRecorder();
+    const outbox = createOutbox(baseDeps({ storage, fetch: createFakeFetch(() => new Promise<Response>(() => undefined)), emit: recorder.emit, journal, network: { online: () => false, subscribe: () => () => undefined } }));
+    outboxes.push(outbox);
+    await outbox.start();
+    expect(recorder.of('storage-error').map((d) => d.error.code)).toEqual(['storage_corrupt_record']);
+    expect([...saved.keys()]).toEqual(['another-app:key']);
+    outbox.enqueue('conv', 'pending');
+    expect(saved.size).toBe(2);
+    await outbox.clear();
+    expect([...saved.keys()]).toEqual(['another-app:key']);
+  });
+});
+
 describe('outbox (real timers)', () => {
   it("an app's own Content-Type and Idempotency-Key headers are replaced, not sent beside ours", async () => {
     const storage = createFakeStorage();
