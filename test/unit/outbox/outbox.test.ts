@@ -490,18 +490,23 @@ describe('outbox (fake timers)', () => {
   });
 });
 
+/** A `localStorage` stand-in over `saved`. */
+function mapJournal(saved: Map<string, string>): NonNullable<OutboxDeps['journal']> {
+  return {
+    getItem: (key) => saved.get(key) ?? null,
+    setItem: (key, value) => void saved.set(key, value),
+    removeItem: (key) => void saved.delete(key),
+    key: (index) => [...saved.keys()][index] ?? null,
+    get length() {
+      return saved.size;
+    },
+  };
+}
+
 describe('outbox journal', () => {
   it('a message whose storage write never landed (the page went away right after send) is sent by the next page, once', async () => {
     const saved = new Map<string, string>();
-    const journal = {
-      getItem: (key: string) => saved.get(key) ?? null,
-      setItem: (key: string, value: string) => void saved.set(key, value),
-      removeItem: (key: string) => void saved.delete(key),
-      key: (index: number) => [...saved.keys()][index] ?? null,
-      get length() {
-        return saved.size;
-      },
-    };
+    const journal = mapJournal(saved);
     const storage = createFakeStorage();
     // The first page's write never lands: it is gone before IndexedDB commits.
     const first = createOutbox(
@@ -529,15 +534,7 @@ describe('outbox journal', () => {
       ['lifeline-outbox:default:garbage', '{not json'],
       ['another-app:key', 'kept'],
     ]);
-    const journal = {
-      getItem: (key: string) => saved.get(key) ?? null,
-      setItem: (key: string, value: string) => void saved.set(key, value),
-      removeItem: (key: string) => void saved.delete(key),
-      key: (index: number) => [...saved.keys()][index] ?? null,
-      get length() {
-        return saved.size;
-      },
-    };
+    const journal = mapJournal(saved);
     const storage = createFakeStorage();
     const recorder = createRecorder();
     const outbox = createOutbox(baseDeps({ storage, fetch: createFakeFetch(() => new Promise<Response>(() => undefined)), emit: recorder.emit, journal, network: { online: () => false, subscribe: () => () => undefined } }));
