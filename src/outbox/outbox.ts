@@ -190,13 +190,14 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const journal = deps.journal === undefined ? pageStorage() : deps.journal;
   /** The journal's keys of this namespace: `lifeline-outbox:<namespace>:<operationId>`. */
   const journalKey = (operationId: string): string => `${name}:${operationId}`;
-  const unjournal = (operationId: string): void => {
+  const removeCopy = (key: string): void => {
     try {
-      journal?.removeItem(journalKey(operationId));
+      journal?.removeItem(key);
     } catch {
       // Storage refused: the next start imports it again, harmlessly (same key, same record).
     }
   };
+  const unjournal = (operationId: string): void => removeCopy(journalKey(operationId));
   /** Cancels waiting for the sender role. */
   const stop = new AbortController();
   let disposed = false;
@@ -491,18 +492,19 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   });
 
   /** The journal's entries of this namespace (other tabs' in-flight ones too), removed as they are read. */
-  const drainJournal = (): unknown[] => {
-    const found: unknown[] = [];
+  const journaled = (): [key: string, value: unknown][] => {
+    const found: [string, unknown][] = [];
     try {
       for (let i = journal?.length ?? 0; i--; ) {
         const key = journal!.key(i);
         if (!key?.startsWith(name + ':')) continue;
+        let value: unknown;
         try {
-          found.push(JSON.parse(journal!.getItem(key) ?? 'null'));
+          value = JSON.parse(journal!.getItem(key) ?? 'null');
         } catch {
-          found.push(undefined);
+          // Left undefined: reported as corrupt below.
         }
-        journal!.removeItem(key);
+        found.push([key, value]);
       }
     } catch {
       // Storage refused (blocked cookies): IndexedDB alone.
@@ -512,23 +514,26 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
 
   /**
    * Moves into storage the entries a page journaled but did not get written (a reload right
-   * after `send()`). One already stored is left as stored: it may have moved on since.
+   * after `send()`). One already stored is left as stored: it may have moved on since. A copy
+   * is removed only once storage holds its entry, so a reload during this loses nothing either.
    */
   const adopt = async (): Promise<void> => {
-    const journaled = drainJournal();
-    if (!journaled.length) return;
-    const stored = new Set((await storage.loadOutbox().catch(() => ({ items: [] }))).items.map((entry) => entry.operationId));
-    for (const value of journaled) {
+    const copies = journaled();
+    if (!copies.length) return;
+    const { items } = await storage.loadOutbox().catch((error: unknown) => (trouble(error), { items: [] }));
+    const stored = new Set(items.map((entry) => entry.operationId));
+    for (const [key, value] of copies) {
       const parsed = outboxRecordSchema.safeParse(value);
       if (!parsed.success) trouble(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
-      else if (!stored.has(parsed.data.operationId)) await queue(() => storage.putOutbox(parsed.data as OutboxRecord), null);
+      else if (!stored.has(parsed.data.operationId) && (await queue(() => storage.putOutbox(parsed.data as OutboxRecord), null))) continue;
+      removeCopy(key);
     }
   };
 
   /** Logout: forgets every entry, journal included; resolves once writes on their way landed. */
   const clear = async (): Promise<void> => {
     for (const entry of list) forget(entry.operationId);
-    drainJournal();
+    for (const [key] of journaled()) removeCopy(key);
     await chain;
   };
 

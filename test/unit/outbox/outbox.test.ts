@@ -529,6 +529,25 @@ describe('outbox journal', () => {
     expect(saved.size).toBe(0);
   });
 
+  it('keeps a journaled copy until storage holds its entry', async () => {
+    const saved = new Map<string, string>();
+    const journal = mapJournal(saved);
+    const offline = { online: () => false, subscribe: () => () => undefined };
+    const hung = { ...createFakeStorage(), putOutbox: () => new Promise<void>(() => undefined) };
+    const first = createOutbox(baseDeps({ storage: hung, fetch: createFakeFetch(accepted), emit: () => undefined, journal, network: offline }));
+    first.enqueue('conv', 'x');
+    first.dispose();
+    // The next page cannot write either (quota): the copy stays for the page after it.
+    const full = createFakeStorage();
+    full.failPuts = true;
+    const recorder = createRecorder();
+    const next = createOutbox(baseDeps({ storage: full, fetch: createFakeFetch(accepted), emit: recorder.emit, journal, network: offline }));
+    outboxes.push(next);
+    await next.start();
+    expect(recorder.of('storage-error').map((d) => d.error.code)).toContain('storage_quota_exceeded');
+    expect(saved.size).toBe(1);
+  });
+
   it('a corrupt journal entry is reported and removed, other apps\' keys are kept; clear() empties the namespace\'s journal', async () => {
     const saved = new Map<string, string>([
       ['lifeline-outbox:default:garbage', '{not json'],
