@@ -133,14 +133,12 @@ async function setup(config: Extract<StepConfig, { kind: 'setup' }>): Promise<ob
   await deleteDatabase(`lifeline:${config.namespace}`);
   const store = createIndexedDbStore({ namespace: config.namespace });
   const folded = makeEvents('folded', config.events);
-  await store.foldTurn(
-    row('folded', config.events, { status: 'complete', endedAt: Date.now(), text: textOf(folded), actions: actionsOf(folded) }),
-  );
+  await store.write([{ record: row('folded', config.events, { status: 'complete', endedAt: Date.now(), text: textOf(folded), actions: actionsOf(folded) }) }]);
   const chunked = makeEvents('chunked', config.events);
   for (let first = 0; first < chunked.length; first += config.chunkEvents) {
     const events = chunked.slice(first, first + config.chunkEvents);
     const lastSeq = (events[events.length - 1] as TurnEvent).seq;
-    await store.appendChunk(row('chunked', lastSeq), { turnId: 'chunked', firstSeq: first + 1, lastSeq, events });
+    await store.write([{ record: row('chunked', lastSeq), chunk: { turnId: 'chunked', firstSeq: first + 1, lastSeq, events } }]);
   }
   store.close();
   return {};
@@ -175,12 +173,11 @@ async function append(config: Extract<StepConfig, { kind: 'append' }>): Promise<
     for (let first = 0; first < events.length; first += config.chunkEvents) {
       const run = events.slice(first, first + config.chunkEvents);
       const lastSeq = (run[run.length - 1] as TurnEvent).seq;
-      await store.appendChunk(row(turnId, lastSeq), { turnId, firstSeq: first + 1, lastSeq, events: run });
+      await store.write([{ record: row(turnId, lastSeq), chunk: { turnId, firstSeq: first + 1, lastSeq, events: run } }]);
     }
   } else {
     const persistence = createPersistence({
       store,
-      memoryByChoice: false,
       flushMs: 16,
       flushEvents: config.chunkEvents,
       retentionMs: 7 * 24 * 3600_000,

@@ -203,7 +203,7 @@ export function storageReport(result: StorageBenchResult): string {
       const label = {
         persistence: `persistence layer, producer unthrottled (${EVENTS_PER_TASK} events per task)`,
         'persistence-paced': `persistence layer, producer at ${int(PACE_EVENTS_PER_SECOND)} events/s`,
-        store: `store.appendChunk, ${CHUNK_EVENTS} events each, awaited in turn`,
+        store: `store.write, ${CHUNK_EVENTS} events each, awaited in turn`,
       }[path];
       const problems = [...new Set(runs.flatMap((r) => r.problems))];
       return `| ${label} | ${int(med(runs, (r) => (r.events / r.ms) * 1000))} | ${int(med(runs, (r) => r.readwriteTx))} | ${int(med(runs, (r) => (r.readwriteTx / r.ms) * 1000))} | ${int(med(runs, (r) => r.longTasks))} | ${fixed(Math.max(...runs.map((r) => r.longTaskMaxMs)))} | ${fixed(med(runs, (r) => r.longTaskTotalMs))} | ${problems.length ? problems.join('; ') : 'none'} |`;

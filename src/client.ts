@@ -6,7 +6,6 @@
 import { resolveRetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter, reportListenerError } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
-import { DEFAULT_MAX_EVENT_SIZE } from './protocol/decode.js';
 import { assertId, type MessageContent, type SubmitAnswer, type TurnObject } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
@@ -16,8 +15,7 @@ import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted,
 import { headersResolver } from './transport/http.js';
 import { createBrowserNetworkMonitor } from './transport/network.js';
 import { listTurns } from './transport/requests.js';
-import { streamLimitsFor } from './transport/sse-connection.js';
-import { TurnFollower, type FollowerDeps } from './turn-follower.js';
+import { follow, type FollowerDeps, type TurnFollower } from './turn-follower.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn, TurnSnapshot } from './types.js';
 
 /** Notifications waiting for the next animation frame. */
@@ -66,7 +64,6 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       if (typeof value === 'number' && !(value > 0 || (key === 'flushMs' && value === 0))) throw new LifelineError('invalid_argument', `Invalid ${key}.`);
     }
   }
-  const maxEventSize = limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE;
   const now = Date.now;
   const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const headers = headersResolver(options.headers);
@@ -82,13 +79,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const network = createBrowserNetworkMonitor();
   const followers = new Map<string, TurnFollower>();
   const conversations = new Map<string, Conversation>();
-  /** Aborted on dispose: removes the page listeners and cancels sleeps. */
+  /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners and cancels sleeps. */
   const life = new AbortController();
   const signal = life.signal;
-  const disposedError = (): CancelledError => new CancelledError('disposed', 'The client was disposed.');
-  const assertUsable = (): void => {
-    if (signal.aborted) throw disposedError();
-  };
+  const assertUsable = (): void => signal.throwIfAborted();
 
   let turnList: readonly TurnSnapshot[] | undefined;
   const turnListeners = createEmitter<void>();
@@ -101,7 +95,6 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage;
   const persistence = createPersistence({
     store,
-    memoryByChoice: store.kind === 'memory',
     flushMs: options.flushMs ?? 16,
     flushEvents: options.flushEvents ?? 256,
     retentionMs: options.retentionMs ?? 7 * 24 * 3600_000,
@@ -114,15 +107,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     fetch,
     headers,
     retry: resolveRetryPolicy(options.retry),
-    firstEventMs: stall.firstEventMs ?? 15_000,
-    idleMs: stall.idleMs ?? 25_000,
-    maxEventSize,
-    reducerLimits: { maxTextLength: limits.maxTurnTextLength ?? 16 * 1024 * 1024 },
-    streamLimits: streamLimitsFor(maxEventSize),
-    replayLimit: 1000,
-    replayMaxBytes: Math.max(8 * 1024 * 1024, 4 * maxEventSize),
-    // Consecutive failed stream attempts (no events between) before the turn is replayed.
-    replayAfterFailures: 3,
+    stall,
+    limits,
     now,
     random: Math.random,
     network,
@@ -151,7 +137,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const submissions: SubmissionTracker = createSubmissionTracker(outbox);
 
   const createFollower = (turnId: string): TurnFollower => {
-    const follower = new TurnFollower(turnId, deps);
+    const follower = follow(turnId, deps);
     followers.set(turnId, follower);
     turnBatcher.request();
     return follower;
@@ -196,15 +182,11 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   };
 
   const start = async (): Promise<void> => {
-    await persistence.open();
-    // No Storage API, or a refusal, answers false.
-    if (options.persist) persistence.setPersisted(await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false));
-    const loaded = await persistence.loadUnfinished();
+    const loaded = await persistence.open(options.persist);
     // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
     await outbox.start();
     const restored = loaded.filter(({ record }) => !followers.has(record.id));
     for (const turn of restored) createFollower(turn.record.id).restore(turn);
-    void persistence.sweep();
     // Stored text is visible now; the network starts after `ready`.
     queueMicrotask(() => {
       if (signal.aborted) return;
@@ -311,23 +293,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertUsable();
       assertId('conversationId', conversationId);
       await client.ready;
-      const listed = await listTurns(deps, conversationId, {
-        policy: deps.retry,
-        clock: deps,
-        onRetry: (attempt, delayMs, cause) => emit({ type: 'retry', at: now(), scope: 'replay', id: conversationId, attempt, delayMs, cause }),
-        // Rejects `disposed` as soon as the client is.
-        sleep: (ms) => {
-          assertUsable();
-          return new Promise((resolve, reject) => {
-            const stop = (): void => {
-              clearTimeout(timer);
-              reject(disposedError());
-            };
-            const timer = setTimeout(() => resolve(signal.removeEventListener('abort', stop)), ms);
-            signal.addEventListener('abort', stop);
-          });
-        },
-      });
+      // Rejects `disposed` as soon as the client is.
+      const listed = await listTurns(deps, conversationId, signal);
       await Promise.all(listed.map(adopt));
       return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
     },
@@ -343,7 +310,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
 
     dispose() {
       if (signal.aborted) return;
-      life.abort();
+      life.abort(new CancelledError('disposed', 'The client was disposed.'));
       for (const follower of followers.values()) follower.dispose();
       submissions.dispose();
       outbox.dispose();

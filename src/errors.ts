@@ -68,12 +68,13 @@ const BRAND = Symbol.for('lifeline.error');
 
 /** Base class of every error Lifeline produces. */
 export class LifelineError extends Error {
-  readonly code: LifelineErrorCode;
+  // Declared only: the constructor sets them (no class-field initialisers to ship).
+  declare readonly code: LifelineErrorCode;
   readonly kind: LifelineErrorKind = 'usage';
   override name = 'LifelineError';
-  readonly status: number | undefined;
-  readonly serverCode: string | undefined;
-  readonly details: unknown;
+  declare readonly status: number | undefined;
+  declare readonly serverCode: string | undefined;
+  declare readonly details: unknown;
   /** Cross-realm brand: `instanceof` fails across iframes and bundle copies, this does not. */
   readonly [BRAND] = true;
 

@@ -13,7 +13,7 @@ export {
 } from './errors.js';
 export type { LifelineErrorCode, LifelineErrorKind, LifelineErrorOptions } from './errors.js';
 export { createIndexedDbStore, isIndexedDbAvailable } from './storage/indexeddb-store.js';
-export type { IndexedDbStore, IndexedDbStoreOptions, ChunkWrite } from './storage/indexeddb-store.js';
+export type { IndexedDbStore, IndexedDbStoreOptions } from './storage/indexeddb-store.js';
 export { createLifeline } from './client.js';
 export { createMemoryStore } from './storage/memory-store.js';
 export type { MemoryStore } from './storage/memory-store.js';
@@ -49,5 +49,5 @@ export type {
   OutboxRecord,
   OutboxState,
 } from './types.js';
-export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult } from './storage/store.js';
+export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult, TurnWrite } from './storage/store.js';
 export type { JsonValue, MessageContent } from './protocol/schemas.js';

@@ -9,9 +9,9 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { createBackoff, type RetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter } from './core/subscribable.js';
-import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, type ReducerLimits } from './core/turn-reducer.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, } from './core/turn-reducer.js';
 import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
-import { decodeEvent, decodeEventValue, type DecodeResult } from './protocol/decode.js';
+import { decodeEvent, decodeEventValue, DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
 import { cancelAnswerSchema, replayAnswerSchema, type TurnEvent } from './protocol/schemas.js';
 import type { Persistence, TurnMeta } from './storage/persistence.js';
@@ -19,8 +19,8 @@ import type { LoadedTurn, TurnStatus } from './storage/store.js';
 import { isEndedStatus } from './storage/records.js';
 import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure, type FailureDisposition } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
-import { limitBody, type StreamLimits } from './transport/sse-connection.js';
-import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from './types.js';
+import { limitBody, streamLimitsFor } from './transport/sse-connection.js';
+import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, LimitOptions, RecoveryInfo, RecoveryPath, StallInfo, StallOptions, Turn, TurnSnapshot } from './types.js';
 
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
@@ -31,17 +31,9 @@ export interface FollowerDeps {
   /** Fresh headers for every request. */
   headers: () => Promise<Record<string, string>>;
   retry: RetryPolicy;
-  firstEventMs: number;
-  idleMs: number;
-  maxEventSize: number;
-  reducerLimits: ReducerLimits;
-  streamLimits: StreamLimits;
-  /** Events per replay page. */
-  replayLimit: number;
-  /** Largest replay answer read at once, bytes (past it the page is asked again, halved). */
-  replayMaxBytes: number;
-  /** Failed stream attempts in a row after which the turn is replayed. */
-  replayAfterFailures: number;
+  /** The app's options as given: the follower applies their defaults. */
+  stall: StallOptions;
+  limits: LimitOptions;
   now: () => number;
   random: () => number;
   network: NetworkMonitor;
@@ -64,8 +56,6 @@ export interface TurnOrigin {
 export interface TurnFollower extends Turn {
   /** True once ended or failed. */
   readonly done: boolean;
-  /** Failed for a reason that may pass (auth, network): {@link revive} may follow it again. */
-  readonly revivable: boolean;
   readonly lastSeq: number;
   /** Epoch ms the client first knew the turn (stored, or when followed). */
   readonly createdAt: number;
@@ -97,22 +87,16 @@ export interface TurnFollower extends Turn {
   dispose(): void;
 }
 
-/**
- * `new TurnFollower(id, deps)`, as the client creates it. The state lives in the closures
- * of {@link follow} (they minify far smaller than `#private` fields).
- */
-export class TurnFollower {
-  constructor(id: string, deps: FollowerDeps) {
-    return follow(id, deps);
-  }
-}
-
 /** The fields of a turn's diagnostic of type `T` besides `type`, `at` and `turnId`. */
 type Fields<T extends DiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, 'type' | 'at' | 'turnId'>;
 
 /** Thrown out of fetch-event-source's callbacks to end an attempt without its own retry. */
 const STOP = 0;
 const RESOLVED = Promise.resolve();
+/** Events per replay page. */
+const REPLAY_LIMIT = 1000;
+/** Failed stream attempts in a row (no events between) after which the turn is replayed. */
+const REPLAY_AFTER_FAILURES = 3;
 
 /** A failure the loop handles: retried (the default), or `fatal` and the like. */
 const failure = (error: LifelineError, disposition: FailureDisposition = 'retry'): Failure => ({ error, disposition });
@@ -123,9 +107,14 @@ function frozen<T>(value: { [K in keyof T]: T[K] | undefined }): T {
   return Object.freeze(value) as T;
 }
 
-/** Creates the follower of turn `id`; nothing runs before `start`. */
-function follow(id: string, deps: FollowerDeps): TurnFollower {
-  const { now, persistence } = deps;
+/**
+ * Creates the follower of turn `id`; nothing runs before `start`. The state lives in
+ * closures (they minify far smaller than `#private` fields).
+ */
+export function follow(id: string, deps: FollowerDeps): TurnFollower {
+  const { now, persistence, limits, stall: stallOptions } = deps;
+  const maxEventSize = limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE;
+  const streamLimits = streamLimitsFor(maxEventSize);
   /** Ids match the protocol's id pattern: they need no escaping. */
   const path = '/turns/' + id;
   const listeners = createEmitter<void>();
@@ -301,7 +290,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         if (!replay) heard = now();
         for (const text of batch) {
           // During a replay relayed events only merge into it, by seq: it fills any hole.
-          const failed = take(decodeEvent(text, deps, id), !replay);
+          const failed = take(decodeEvent(text, limits, id), !replay);
           if (failed) {
             if (!replay) say('protocol-error', { error: failed.error }), requestReplay();
             return;
@@ -354,7 +343,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       signal,
       openWhenHidden: true,
       // The library's header copy (with the wire's last-event-id) is never sent; the body is capped.
-      fetch: async (_, init) => limitBody(await deps.fetch(url, { ...init, headers }), deps.streamLimits),
+      fetch: async (_, init) => limitBody(await deps.fetch(url, { ...init, headers }), streamLimits),
       onopen: async (response) => {
         const code = response.status;
         if (code === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
@@ -379,7 +368,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing. An invalid
         // message makes the stream untrustworthy: it is dropped and retried through backoff.
         const data = message.event !== 'heartbeat' && message.data;
-        if (data && (outcome = take(decodeEvent(data, deps, id), true) || undefined)) throw STOP;
+        if (data && (outcome = take(decodeEvent(data, limits, id), true) || undefined)) throw STOP;
         // Relayed to watching tabs, heartbeats too (they keep the watchdogs there quiet): one
         // batch per chunk, posted once applied here, with the cursor it led to.
         if (watched) {
@@ -406,7 +395,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     cut = true;
     say('disconnect', { cause: outcome.error });
     // Closed without turn.end more than once in a row, or failing again and again: ask the log.
-    await handle(outcome, closed ? 2 : deps.replayAfterFailures);
+    await handle(outcome, closed ? 2 : REPLAY_AFTER_FAILURES);
   }
 
   /** One replay page of the main loop; the replay ends once the log is exhausted or holds turn.end. */
@@ -435,8 +424,9 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
    * more pages follow, or the failure. A page too large to read is asked again, halved.
    */
   async function page(signal: AbortSignal): Promise<Failure | boolean> {
-    for (let limit = deps.replayLimit; ; limit = Math.ceil(limit / 2)) {
-      const answer = await requestJson({ ...deps, headers: await deps.headers(), signal }, 'GET', `${path}?after=${state.lastSeq}&limit=${limit}`, replayAnswerSchema, deps.replayMaxBytes, 'replay');
+    for (let limit = REPLAY_LIMIT; ; limit = Math.ceil(limit / 2)) {
+      // The answer is read up to a cap (bounded memory); past it the page is asked again, halved.
+      const answer = await requestJson({ ...deps, signal }, 'GET', `${path}?after=${state.lastSeq}&limit=${limit}`, replayAnswerSchema, Math.max(8 * 1024 * 1024, 4 * maxEventSize));
       if (answer.ok) {
         authRetried = false;
         const { turn, events, hasMore } = answer.value;
@@ -537,7 +527,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
       return changed();
     }
     const { event } = decoded;
-    const verdict = classifyEvent(state, event, deps.reducerLimits);
+    const verdict = classifyEvent(state, event, limits);
     if (verdict === 'next') return apply(event, fromStream);
     if (verdict === 'duplicate') return say('duplicate', { seq: event.seq });
     if (verdict === 'gap') {
@@ -648,7 +638,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
    */
   function check(): void {
     const silentMs = now() - heard;
-    const limit = state.lastSeq ? deps.idleMs : deps.firstEventMs;
+    const limit = state.lastSeq ? (stallOptions.idleMs ?? 25_000) : (stallOptions.firstEventMs ?? 15_000);
     if (silentMs < limit) {
       watchdog = setTimeout(check, limit - silentMs);
       return;
@@ -736,7 +726,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
     },
 
     async cancel() {
-      const answer = await requestJson({ ...deps, headers: await deps.headers() }, 'POST', path + '/cancel', cancelAnswerSchema, 100_000, 'cancel');
+      const answer = await requestJson(deps, 'POST', path + '/cancel', cancelAnswerSchema, 100_000);
       if (!answer.ok) throw answer.failure.error;
     },
 
@@ -744,9 +734,6 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
 
     get done() {
       return done;
-    },
-    get revivable() {
-      return revivable;
     },
     get lastSeq() {
       return state.lastSeq;
@@ -770,7 +757,7 @@ function follow(id: string, deps: FollowerDeps): TurnFollower {
         error = record.error && errorFromJson(record.error);
         return finish(record.status);
       }
-      for (const event of events) state = applyEvent(state, event, deps.reducerLimits);
+      for (const event of events) state = applyEvent(state, event, limits);
       status = live();
       // A row without events (accepted, nothing arrived yet) restored nothing to speak of.
       if (state.lastSeq) markRecovered('reload', state.lastSeq);

@@ -34,14 +34,8 @@ export function resolveRetryPolicy(options: RetryOptions = {}): RetryPolicy {
 export interface RetryHint {
   /** The connection that just ended had delivered events: most cuts are blips, retry almost at once. */
   afterHealthy?: boolean;
-  /** The server's `Retry-After`, ms. Honoured up to `maxRetryAfterMs`. */
+  /** The server's `Retry-After`, ms. Honoured up to `maxRetryAfterMs`. (SSE `retry:` is never used: our policy paces every retry.) */
   retryAfterMs?: number | undefined;
-  /**
-   * The reconnection time the server asked for (SSE `retry:`): used as the first
-   * exponential step instead of `initialDelayMs`, clamped to [initialDelayMs, maxDelayMs]
-   * so a hostile value can neither cause a hot loop nor stall the client.
-   */
-  baseDelayMs?: number;
 }
 
 /** One retry loop's state. */
@@ -65,16 +59,9 @@ export interface BackoffClock {
   now?: () => number;
 }
 
-/** Upper bound of step `step`'s (1-based) delay; `baseDelayMs` replaces `initialDelayMs` within the policy's bounds. */
-export function exponentialCap(policy: RetryPolicy, step: number, baseDelayMs?: number): number {
-  // NaN and undefined fall back to initialDelayMs (Math.max would pass NaN on).
-  const base = baseDelayMs! > policy.initialDelayMs ? Math.min(baseDelayMs!, policy.maxDelayMs) : policy.initialDelayMs;
-  return Math.min(policy.maxDelayMs, base * policy.factor ** Math.max(0, step - 1));
-}
-
-/** The delay of exponential step `step` with full jitter: uniform in [0, {@link exponentialCap}). */
-export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number, baseDelayMs?: number): number {
-  return Math.floor(random() * exponentialCap(policy, step, baseDelayMs));
+/** The delay of exponential step `step` (1-based) with full jitter: uniform in [0, min(maxDelayMs, initialDelayMs × factor^(step − 1))). */
+export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number): number {
+  return Math.floor(random() * Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)));
 }
 
 /** Creates a retry loop following `policy`. */
@@ -86,12 +73,12 @@ export function createBackoff(policy: RetryPolicy, { random = Math.random, now =
     reset() {
       this.attempt = step = 0;
     },
-    next({ afterHealthy, retryAfterMs = 0, baseDelayMs } = {}) {
+    next({ afterHealthy, retryAfterMs = 0 } = {}) {
       if (this.attempt++ === 0) startedAt = now();
       const delay = Math.max(
         this.attempt === 1 && afterHealthy
           ? Math.floor(random() * policy.firstRetryJitterMs)
-          : jitteredDelay(policy, ++step, random, baseDelayMs),
+          : jitteredDelay(policy, ++step, random),
         Math.min(retryAfterMs, policy.maxRetryAfterMs),
       );
       return now() + delay - startedAt > policy.maxElapsedMs ? undefined : delay;

@@ -42,10 +42,10 @@ export interface TurnState {
  */
 export type EventVerdict = 'next' | 'duplicate' | 'gap' | 'foreign' | 'after-end' | 'too-large';
 
-/** Caps applied while classifying. */
+/** Caps applied while classifying (the client's `limits` option). */
 export interface ReducerLimits {
-  /** Largest text of one turn, UTF-16 code units. */
-  maxTextLength: number;
+  /** Largest text of one turn, UTF-16 code units. Default 16 Mi. */
+  maxTurnTextLength?: number | undefined;
 }
 
 /** A fresh state for `turnId` with nothing applied. */
@@ -71,7 +71,7 @@ export function classifyEvent(state: TurnState, event: TurnEvent, limits?: Reduc
   if (event.seq <= state.lastSeq) return 'duplicate';
   if (state.phase === 'ended') return 'after-end';
   if (event.seq > state.lastSeq + 1) return 'gap';
-  if (event.type === 'delta' && state.textLength + event.text.length > (limits?.maxTextLength ?? Infinity)) return 'too-large';
+  if (event.type === 'delta' && state.textLength + event.text.length > (limits?.maxTurnTextLength ?? 16 * 1024 * 1024)) return 'too-large';
   return 'next';
 }
 

@@ -1,4 +1,3 @@
-import type * as z from 'zod/mini';
 import { ProtocolError } from '../errors.js';
 import { ID_PATTERN, TURN_EVENT_TYPES, turnEventSchema, type DeltaEvent, type TurnEvent } from './schemas.js';
 
@@ -54,7 +53,7 @@ export function decodeEventValue(value: unknown, turnId?: string): DecodeResult 
   const parsed = turnEventSchema.safeParse(value);
   return parsed.success
     ? { kind: 'event', event: parsed.data }
-    : invalid(`Event does not match the protocol: ${summarize(parsed.error)}`, parsed.error.issues);
+    : invalid('Event does not match the protocol.', parsed.error.issues);
 }
 
 /**
@@ -72,14 +71,6 @@ export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZ
     return invalid('Event data is not valid JSON.');
   }
   return decodeEventValue(value, turnId);
-}
-
-/** The first three issues of a zod error, one line (messages and diagnostics stay small). */
-export function summarize(error: z.core.$ZodError): string {
-  return error.issues
-    .slice(0, 3)
-    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
-    .join('; ');
 }
 
 /**

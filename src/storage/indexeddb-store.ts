@@ -5,10 +5,10 @@
  */
 import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.js';
-import { chunkWins, joinChunks, leaseFree, nextRow } from './monotonic.js';
-import { checkAll, isEndedStatus, outboxRecordSchema, turnRecordSchema } from './records.js';
+import { chunkWins, joinChunks, nextRow } from './monotonic.js';
+import { checkAll, corruptRecord, outboxRecordSchema, turnRecordSchema } from './records.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
-import type { EventChunk, Store, TurnRecord } from './store.js';
+import type { EventChunk, Store } from './store.js';
 
 /** Options of {@link createIndexedDbStore}. */
 export interface IndexedDbStoreOptions {
@@ -31,19 +31,11 @@ export interface IndexedDbStoreOptions {
   indexedDB?: IDBFactory;
 }
 
-/** One turn's share of a batched write: its chunk and its updated row. */
-export interface ChunkWrite {
-  record: TurnRecord;
-  chunk: EventChunk;
-}
-
 /** The store returned by {@link createIndexedDbStore}. */
 export interface IndexedDbStore extends Store {
   readonly kind: 'indexeddb';
   /** `lifeline:<namespace>`. */
   readonly databaseName: string;
-  /** One transaction for chunks of several turns (one flush of the persistence layer). */
-  appendChunks(items: readonly ChunkWrite[]): Promise<void>;
 }
 
 /**
@@ -51,12 +43,11 @@ export interface IndexedDbStore extends Store {
  * (private modes, disabled storage): the store reports that as `storage_unavailable`.
  */
 export function isIndexedDbAvailable(): boolean {
-  return typeof indexedDB == 'object' && !!indexedDB;
+  return !!globalThis.indexedDB;
 }
 
 type Names = StoreNames<LifelineDbSchema>;
 type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<LifelineDbSchema, N, M>;
-type Write = { record: TurnRecord; chunk?: EventChunk };
 
 const STORES: Names[] = ['turns', 'chunks', 'outbox', 'leases'];
 
@@ -162,30 +153,24 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
   const turnsTx = <R>(body: (tx: Tx<['turns', 'chunks'], 'readwrite'>) => Promise<R>): Promise<R> => run(['turns', 'chunks'], 'readwrite', body);
 
   /**
-   * Every turn write, in one transaction: rows (the last one given for a turn wins) by
-   * the rules of `monotonic.ts`, chunks that are not shorter than what their key holds, and
-   * for a fold the deletion of the turn's chunks. What is stored is read in this
-   * transaction: another tab may have folded these turns, got further, or stored a longer
-   * chunk under the same key.
+   * Rows (the last one given for a turn wins) by the rules of `monotonic.ts`, chunks that
+   * are not shorter than what their key holds, and for a fold (a row with `text`) the
+   * deletion of the turn's chunks. What is stored is read in this transaction: another tab
+   * may have folded these turns, got further, or stored a longer chunk under the same key.
    */
-  const write = (items: readonly Write[], fold?: boolean): Promise<void> =>
+  const write: Store['write'] = (items) =>
     turnsTx(async (tx) => {
       const turns = tx.objectStore('turns');
       const chunks = tx.objectStore('chunks');
-      const rows = new Map(items.map(({ record }) => [record.id, record]));
-      const records = items.flatMap(({ chunk }) => (chunk ? split(chunk) : []));
-      const [stored, present] = await Promise.all([
-        Promise.all([...rows.keys()].map((id) => turns.get(id))),
-        Promise.all(records.map((chunk) => chunks.get([chunk.turnId, chunk.firstSeq]))),
-      ]);
-      const next = [...rows.values()].map((row, i) => nextRow(stored[i], row));
+      const rows = [...new Map(items.map(({ record }) => [record.id, record])).values()];
+      const next = await Promise.all(rows.map(async (row) => nextRow(await turns.get(row.id), row)));
       const kept = new Set(next.map((row) => row?.id));
-      if (fold) await Promise.all([...rows.keys()].flatMap((id) => remove(tx, id, true)));
+      await Promise.all(rows.flatMap((row) => (row.text === undefined ? [] : remove(tx, row.id, true))));
       // put() clones its value on the main thread: one record at a time, each awaited, so a
       // burst's write is many short tasks (the stream goes on between them), not one long one.
       // A value refused synchronously (DataCloneError) throws here and aborts the transaction.
-      for (const [i, chunk] of records.entries()) {
-        if (kept.has(chunk.turnId) && chunkWins(present[i], chunk)) await chunks.put(chunk);
+      for (const chunk of items.flatMap(({ chunk }) => (chunk ? split(chunk) : []))) {
+        if (kept.has(chunk.turnId) && chunkWins(await chunks.get([chunk.turnId, chunk.firstSeq]), chunk)) await chunks.put(chunk);
       }
       await Promise.all(next.map(async (row) => row && turns.put(row)));
     });
@@ -200,33 +185,26 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
       connection = undefined;
     },
     async loadTurns({ unfinished, conversationId } = {}) {
-      const values = await run(['turns'], 'readonly', async ({ store: turns }) => {
-        if (conversationId !== undefined) return turns.index('by-conversation').getAll(conversationId);
-        if (!unfinished) return turns.getAll();
-        // Below 'cancelled' and above 'failed': every live status (and a foreign one there, reported), none of the ended ones.
-        const ranges = [IDBKeyRange.upperBound('cancelled', true), IDBKeyRange.lowerBound('failed', true)];
-        return (await Promise.all(ranges.map((range) => turns.index('by-status').getAll(range)))).flat();
-      });
-      const result = checkAll(turnRecordSchema, 'turns', values, 'id');
-      if (unfinished) result.items = result.items.filter((row) => !isEndedStatus(row.status));
-      return result;
+      const values = await run(['turns'], 'readonly', ({ store: turns }) =>
+        conversationId !== undefined
+          ? turns.index('by-conversation').getAll(conversationId)
+          : // Above 'failed' (the last ended status in key order): every live status, and a foreign one there (reported).
+            unfinished
+            ? turns.index('by-status').getAll(IDBKeyRange.lowerBound('failed', true))
+            : turns.getAll(),
+      );
+      return checkAll(turnRecordSchema, 'turns', values, 'id');
     },
     async loadTurn(turnId) {
       const [row, chunks] = await run(['turns', 'chunks'], 'readonly', (tx) =>
         Promise.all([tx.objectStore('turns').get(turnId), tx.objectStore('chunks').getAll(chunkRange(turnId))]),
       );
       if (!row) return undefined;
-      const {
-        items: [record],
-        skipped: [corrupt],
-      } = checkAll(turnRecordSchema, 'turns', [row], 'id');
-      if (corrupt) throw corrupt;
-      return joinChunks(record!, chunks);
+      const record = turnRecordSchema.safeParse(row).data;
+      if (!record) throw corruptRecord('turns', turnId);
+      return joinChunks(record, chunks);
     },
-    putTurn: (record) => write([{ record }]),
-    appendChunk: (record, chunk) => write([{ record, chunk }]),
-    appendChunks: write,
-    foldTurn: (record) => write([{ record }], true),
+    write,
     async deleteTurn(turnId) {
       await turnsTx((tx) => Promise.all(remove(tx, turnId)));
     },
@@ -248,7 +226,9 @@ export function createIndexedDbStore(options: IndexedDbStoreOptions = {}): Index
     },
     tryLease: (name, owner, ttlMs, now) =>
       run(['leases'], 'readwrite', async ({ store: leases }) => {
-        const free = leaseFree(await leases.get(name), owner, now);
+        // Free when unheld, expired, unreadable, or already `owner`'s.
+        const lease = await leases.get(name);
+        const free = lease?.owner == owner || !(lease?.expiresAt! > now);
         if (free) await leases.put({ name, owner, expiresAt: now + ttlMs });
         return free;
       }),
@@ -274,7 +254,7 @@ async function openDatabase(name: string, options: IndexedDbStoreOptions): Promi
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const request = (options.indexedDB ?? indexedDB).open(name, SCHEMA_VERSION);
-    request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion, request.transaction!);
+    request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion);
     request.onblocked = (event) => (blocked = event);
     const opening = wrap(request) as Promise<LifelineDb>;
     return await Promise.race([

@@ -8,7 +8,6 @@
  * seq 1 on, up to the first hole or bad chunk.
  */
 import { chunkSchema, corruptRecord } from './records.js';
-import type { LeaseRecord } from './schema.js';
 import type { EventChunk, LoadedTurn, TurnRecord } from './store.js';
 
 /** What is stored under a key, as read back (unchecked). */
@@ -33,11 +32,6 @@ export function nextRow(stored: Stored<TurnRecord>, row: TurnRecord): TurnRecord
  */
 export function chunkWins(stored: Stored<EventChunk>, chunk: EventChunk): boolean {
   return !(stored?.lastSeq! >= chunk.lastSeq);
-}
-
-/** Whether `owner` may take the lease: free, expired, unreadable, or already its own. */
-export function leaseFree(lease: Stored<LeaseRecord>, owner: string, now: number): boolean {
-  return lease?.owner == owner || !(lease?.expiresAt! > now);
 }
 
 /**

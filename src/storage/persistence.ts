@@ -1,7 +1,7 @@
 /**
  * The client's write path to its {@link Store}. Applied events are buffered per turn and
- * written as one chunk per turn per flush, every flush in one call (one IndexedDB
- * transaction when the store has `appendChunks`): per-event transactions would cost
+ * written as one chunk per turn per flush, every flush in one `write` (one IndexedDB
+ * transaction): per-event transactions would cost
  * more than everything else the client does per event.
  *
  * A flush takes at most `maxWriteEvents` events and only one write is in flight. During a
@@ -18,7 +18,7 @@ import { asStorageError, type LifelineError, type StorageError } from '../errors
 import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
-import type { ActionState, EventChunk, LoadedTurn, Store, TurnRecord, TurnStatus } from './store.js';
+import type { ActionState, LoadedTurn, Store, TurnRecord, TurnStatus, TurnWrite } from './store.js';
 
 /** What the persistence layer asks a followed turn when it writes its row. */
 export interface TurnMeta {
@@ -39,9 +39,8 @@ export interface FoldedTurn {
 }
 
 export interface PersistenceOptions {
+  /** A store of kind `memory` (the app's choice) gives status `memory` rather than `ok`. */
   store: Store;
-  /** The app chose memory: status `memory` rather than `ok`. */
-  memoryByChoice: boolean;
   /** Flush after this many ms. Default 16. */
   flushMs: number;
   /** …or once this many events are buffered. Default 256. */
@@ -68,12 +67,13 @@ export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutb
 
 export interface Persistence {
   readonly status: ExternalStore<StorageStatus>;
-  /** The store in use now (a memory store once degraded). */
-  readonly store: Store;
-  /** Opens the store; on failure continues in memory. Never rejects. */
-  open(): Promise<void>;
-  /** Every unfinished turn with its events; corrupt records are reported and skipped. */
-  loadUnfinished(): Promise<LoadedTurn[]>;
+  /**
+   * Opens the store (on failure continues in memory), asks `navigator.storage.persist()`
+   * when `persist` (the answer goes in the status), then resolves with every unfinished
+   * turn and its events (corrupt records reported and skipped) and sweeps ended turns
+   * older than the retention. Never rejects.
+   */
+  open(persist?: boolean): Promise<LoadedTurn[]>;
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
   /** Rows of one conversation's stored turns (folded ones with their text). */
   loadConversation(conversationId: string): Promise<TurnRecord[]>;
@@ -105,19 +105,14 @@ export interface Persistence {
    * other; resolves once the buffer is empty and written.
    */
   flush(): Promise<void>;
-  /** Deletes ended turns older than the retention. */
-  sweep(): Promise<void>;
   /** Deletes everything of the namespace, in the degraded store and the original. */
   clear(): Promise<void>;
   readonly outbox: OutboxStorage;
-  /** Records the answer of `navigator.storage.persist()` in the status. */
-  setPersisted(persisted: boolean): void;
   /** Flushes what is buffered, then closes the store. */
   dispose(): Promise<void>;
 }
 
 type Operation<T> = (store: Store) => Promise<T>;
-type ChunkWrite = { record: TurnRecord; chunk: EventChunk };
 
 /** Creates the persistence layer over `options.store`. */
 export function createPersistence(options: PersistenceOptions): Persistence {
@@ -158,11 +153,7 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       if (used == store && status.state != 'degraded') {
         store = createMemoryStore();
         delete used.onTrouble;
-        try {
-          used.close();
-        } catch {
-          // Best effort: the broken store is not used again.
-        }
+        used.close();
         setStatus({ ...status, state: 'degraded', kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
       }
       return operation(store);
@@ -184,6 +175,14 @@ export function createPersistence(options: PersistenceOptions): Persistence {
     if (content !== undefined && !messages.has(id)) messages.set(id, { content, operationId });
   };
 
+  /** Stored rows by `filter`: corrupt ones reported, user messages learnt. */
+  const rows = async (target: Store, filter: Parameters<Store['loadTurns']>[0]): Promise<TurnRecord[]> => {
+    const { items, skipped } = await target.loadTurns(filter);
+    report(skipped);
+    items.forEach(learn);
+    return items;
+  };
+
   const load = async (target: Store, turnId: string): Promise<LoadedTurn | undefined> => {
     const turn = await target.loadTurn(turnId);
     if (turn) {
@@ -194,22 +193,20 @@ export function createPersistence(options: PersistenceOptions): Persistence {
   };
 
   /**
-   * Queues one write of the chunks `take` builds when its turn comes (so it takes all that
-   * is buffered by then, with the newest rows), in one call: one transaction when the store
-   * has `appendChunks`. Taken once: a retry on the memory store writes the same events.
+   * Queues one write (one transaction) of the items `take` builds when its turn comes (so
+   * it takes all that is buffered by then, with the newest rows). Taken once: a retry on
+   * the memory store writes the same events.
    */
-  const write = (take: () => ChunkWrite[]): Promise<void> => {
-    let items: ChunkWrite[] | undefined;
+  const write = (take: () => TurnWrite[]): Promise<void> => {
+    let items: TurnWrite[] | undefined;
     return serial(async (target) => {
       items ??= take();
-      if (!items.length) return;
-      if (target.appendChunks) return target.appendChunks(items);
-      for (const { record, chunk } of items) await target.appendChunk(record, chunk);
+      if (items.length) await target.write(items);
     });
   };
 
   /** Adds a turn's events to `items`, one chunk per run of consecutive seqs (a skipped unknown event leaves a gap). */
-  const chunks = (turnId: string, events: TurnEvent[], items: ChunkWrite[] = []): ChunkWrite[] => {
+  const chunks = (turnId: string, events: TurnEvent[], items: TurnWrite[] = []): TurnWrite[] => {
     let first = 0;
     events.forEach((event, i) => {
       if (events[i + 1]?.seq == event.seq + 1) return;
@@ -221,9 +218,9 @@ export function createPersistence(options: PersistenceOptions): Persistence {
   };
 
   /** Takes up to `maxWrite` buffered events; a turn only partly taken moves to the back, so one backlog does not hold the others back. */
-  const take = (): ChunkWrite[] => {
+  const take = (): TurnWrite[] => {
     let budget = maxWrite;
-    const items: ChunkWrite[] = [];
+    const items: TurnWrite[] = [];
     for (const [turnId, events] of buffers) {
       if (!budget) break;
       const taken = events.splice(0, budget);
@@ -276,50 +273,41 @@ export function createPersistence(options: PersistenceOptions): Persistence {
 
   return {
     status: { getSnapshot: () => status, subscribe: listeners.subscribe },
-    get store() {
-      return store;
-    },
-    // Every method of the outbox's share, called on whichever store is current.
-    outbox: Object.fromEntries(
-      (['loadOutbox', 'putOutbox', 'deleteOutbox', 'tryLease', 'releaseLease'] as const).map((method) => [
-        method,
+    // Any method of the outbox's share, called on whichever store is current.
+    outbox: new Proxy({} as OutboxStorage, {
+      get: (_, method: keyof OutboxStorage) =>
         (...args: unknown[]) => guard((target) => (target[method] as (...a: unknown[]) => Promise<unknown>)(...args)),
-      ]),
-    ) as unknown as OutboxStorage,
+    }),
     // A store that cannot open fails the guard: the layer goes on in memory, degraded.
-    open: () =>
-      guard(async (target) => {
+    async open(persist) {
+      await guard(async (target) => {
         target.onTrouble = (error) => report([error]);
         await target.open();
-        if (status.state == 'opening') setStatus({ ...status, state: options.memoryByChoice ? 'memory' : 'ok' });
-      }),
-    loadUnfinished: () =>
-      serial(async (target) => {
-        const { items, skipped } = await target.loadTurns({ unfinished: true });
-        report(skipped);
-        const loaded: LoadedTurn[] = [];
-        for (const { id } of items) {
+        if (status.state == 'opening') setStatus({ ...status, state: primary.kind == 'memory' ? 'memory' : 'ok' });
+      });
+      // No Storage API, or a refusal, answers false.
+      if (persist) setStatus({ ...status, persisted: await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false) });
+      const loaded = serial(async (target) => {
+        const turns: LoadedTurn[] = [];
+        for (const { id } of await rows(target, { unfinished: true })) {
           const turn = await load(target, id);
-          if (turn) loaded.push(turn);
+          if (turn) turns.push(turn);
         }
-        return loaded;
-      }, []),
+        return turns;
+      }, []);
+      void serial(async (target) => void (await target.sweepEnded(now() - options.retentionMs)));
+      return loaded;
+    },
     loadTurn: (turnId) => serial((target) => load(target, turnId)),
-    loadConversation: (conversationId) =>
-      serial(async (target) => {
-        const { items, skipped } = await target.loadTurns({ conversationId });
-        report(skipped);
-        items.forEach(learn);
-        return items;
-      }, []),
+    loadConversation: (conversationId) => serial((target) => rows(target, { conversationId }), []),
     setMessage: (turnId, message) => void messages.set(turnId, message),
     message: (turnId) => messages.get(turnId),
     track: (turnId, meta) => void metas.set(turnId, meta),
     saveTurn(turnId) {
       // lastSeq 0: the store keeps the higher lastSeq of the chunks already written.
-      void serial(async (target) => {
+      void write(() => {
         const record = row(turnId, 0);
-        if (record) await target.putTurn(record);
+        return record ? [{ record }] : [];
       });
     },
     append(turnId, event) {
@@ -338,12 +326,11 @@ export function createPersistence(options: PersistenceOptions): Persistence {
         const part = events.splice(0, maxWrite);
         void write(() => chunks(turnId, part));
       }
-      return serial(async (target) => {
+      // The fold: a row with the whole text.
+      return write(() => {
         const base = row(turnId, folded.lastSeq);
-        if (base) {
-          const { status, text, actions, error } = folded;
-          await target.foldTurn({ ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) });
-        }
+        const { status, text, actions, error } = folded;
+        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
       });
     },
     discard(turnId) {
@@ -351,7 +338,6 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       void serial((target) => target.deleteTurn(turnId));
     },
     flush,
-    sweep: () => serial(async (target) => void (await target.sweepEnded(now() - options.retentionMs))),
     clear() {
       buffers = new Map();
       buffered = 0;
@@ -362,7 +348,6 @@ export function createPersistence(options: PersistenceOptions): Persistence {
         if (target != primary) await primary.clear().catch((error: unknown) => report([asStorageError(error, 'Clearing the original store failed.')]));
       });
     },
-    setPersisted: (persisted) => setStatus({ ...status, persisted }),
     async dispose() {
       await flush();
       disposed = true;

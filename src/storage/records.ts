@@ -10,12 +10,9 @@ import { decodeEventValue } from '../protocol/decode.js';
 import { actionFields, idempotencyKeySchema, idSchema, seqSchema, submitBodySchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadResult, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
 
-/** The statuses after which a turn never changes again. */
-export const ENDED_STATUSES: readonly TurnStatus[] = ['complete', 'failed', 'cancelled'];
-
-/** True for `complete`, `failed` and `cancelled`. */
+/** True for `complete`, `failed` and `cancelled`: the statuses after which a turn never changes again. */
 export function isEndedStatus(status: TurnStatus): boolean {
-  return ENDED_STATUSES.includes(status);
+  return ['complete', 'failed', 'cancelled'].includes(status);
 }
 
 const time = z.number().check(z.gte(0));
@@ -95,13 +92,4 @@ export function checkAll<T>(schema: z.ZodMiniType<T>, store: string, values: rea
     else result.skipped.push(corruptRecord(store, (value as Record<string, unknown>)[keyPath]));
   }
   return result;
-}
-
-/** Outcome of {@link checkRecord}. */
-export type CheckedRecord<T> = { ok: true; value: T } | { ok: false; error: StorageError };
-
-/** Validates one stored value. */
-export function checkRecord<T>(schema: z.ZodMiniType<T>, value: unknown, store: string, key: unknown): CheckedRecord<T> {
-  const parsed = schema.safeParse(value);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: corruptRecord(store, key) };
 }

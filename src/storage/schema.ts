@@ -36,19 +36,18 @@ export interface LifelineDbSchema extends DBSchema {
 
 export type LifelineDb = IDBPDatabase<LifelineDbSchema>;
 
-/**
- * One step of the schema, run inside the `versionchange` transaction (`transaction`, to
- * move data): it must not await anything that is not IndexedDB.
- */
-export type Migration = (db: LifelineDb, transaction: IDBTransaction) => void;
+/** Version this build opens; a newer tab's higher version makes this one fail to open (VersionError). */
+export const SCHEMA_VERSION = 1;
 
 /**
- * Ordered migrations: entry `i` takes a database from version `i` to `i + 1`. Shipped
- * entries never change; a new layout is a new entry at the end.
+ * The `upgradeneeded` step, inside the `versionchange` transaction (a later version that
+ * moves data takes `request.transaction` too; nothing but IndexedDB may be awaited): one block per version from the stored one
+ * on. Shipped blocks never change; a new layout is a new `if (oldVersion < n)` block at the
+ * end, and a bump of {@link SCHEMA_VERSION}.
  */
-export const MIGRATIONS: readonly Migration[] = [
+export function upgradeDatabase(db: LifelineDb, oldVersion: number): void {
   // v1: turns, their event chunks, the outbox and the lease table.
-  (db) => {
+  if (oldVersion < 1) {
     const turns = db.createObjectStore('turns', { keyPath: 'id' });
     turns.createIndex('by-conversation', 'conversationId');
     turns.createIndex('by-status', 'status');
@@ -56,13 +55,5 @@ export const MIGRATIONS: readonly Migration[] = [
     db.createObjectStore('chunks', { keyPath: ['turnId', 'firstSeq'] });
     db.createObjectStore('outbox', { keyPath: 'operationId' }).createIndex('by-order', 'order');
     db.createObjectStore('leases', { keyPath: 'name' });
-  },
-];
-
-/** Version this build opens; a newer tab's higher version makes this one fail to open (VersionError). */
-export const SCHEMA_VERSION = MIGRATIONS.length;
-
-/** The `upgradeneeded` step: every migration from the stored version on, in order. */
-export function upgradeDatabase(db: LifelineDb, oldVersion: number, transaction: IDBTransaction): void {
-  for (const migrate of MIGRATIONS.slice(oldVersion)) migrate(db, transaction);
+  }
 }

@@ -98,6 +98,12 @@ export interface LoadedTurn {
   skipped?: StorageError[];
 }
 
+/** One turn's share of {@link Store.write}: its row and, unless a bare row or a fold, its next chunk. */
+export interface TurnWrite {
+  record: TurnRecord;
+  chunk?: EventChunk;
+}
+
 /** Result of a bulk load: good rows plus one error per skipped corrupt or foreign row. */
 export interface LoadResult<T> {
   items: T[];
@@ -118,23 +124,20 @@ export interface Store {
   readonly kind: string;
   /** Opens (or re-opens after `terminated`/`Clear-Site-Data`). Rejects with a StorageError. */
   open(): Promise<void>;
-  /** Turns in storage (in no particular order); `unfinished` keeps only those whose status is not ended. */
+  /**
+   * Turns in storage (in no particular order): one conversation's when `conversationId`
+   * is given, else those whose status is not ended when `unfinished`, else all.
+   */
   loadTurns(filter?: { unfinished?: boolean; conversationId?: string }): Promise<LoadResult<TurnRecord>>;
   /** One turn with its events (empty when folded). `undefined` when not stored. */
   loadTurn(turnId: string): Promise<LoadedTurn | undefined>;
-  /** Creates or updates a turn row without events. */
-  putTurn(record: TurnRecord): Promise<void>;
-  /** One transaction: adds the chunk and writes the turn row (lastSeq, status). */
-  appendChunk(record: TurnRecord, chunk: EventChunk): Promise<void>;
   /**
-   * Optional batch form of {@link appendChunk}: ONE transaction for the chunks (and rows)
-   * of several turns, so a flush of the client's persistence layer costs one transaction
-   * however many turns are streaming. The persistence layer calls it whenever a store has
-   * it (else one `appendChunk` per turn); items of one turn come in seq order.
+   * ONE transaction for the rows and chunks of any number of turns (a flush of the
+   * client's persistence layer costs one transaction however many turns stream). A row
+   * without a chunk creates or updates the turn; a row with `text` is a fold: the turn's
+   * chunks are deleted and the row holds the whole turn. Items of one turn come in seq order.
    */
-  appendChunks?(items: readonly { record: TurnRecord; chunk: EventChunk }[]): Promise<void>;
-  /** One transaction: deletes the turn's chunks and writes the folded row (text, actions set). */
-  foldTurn(record: TurnRecord): Promise<void>;
+  write(items: readonly TurnWrite[]): Promise<void>;
   /** Deletes the turn row and its chunks. */
   deleteTurn(turnId: string): Promise<void>;
   /** Deletes ended turns whose `endedAt` is before `before`; returns how many. */
@@ -152,7 +155,7 @@ export interface Store {
   releaseLease(name: string, owner: string): Promise<void>;
   /** Deletes everything in this namespace (logout). */
   clear(): Promise<void>;
-  /** Closes connections; the store may be opened again. */
+  /** Closes connections (never throws); the store may be opened again. */
   close(): void;
   /**
    * Called by the store when it loses its connection outside any call (a newer tab's

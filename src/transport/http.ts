@@ -43,12 +43,8 @@ export interface Failure {
   retryAfterMs?: number | undefined;
 }
 
-/** What a JSON request needs: the client's plumbing with the headers already resolved. */
-export interface JsonRequest {
-  baseUrl: string;
-  fetch: typeof fetch;
-  headers: Record<string, string>;
-  now: () => number;
+/** What a JSON request needs: the client's plumbing (the headers are read afresh for it). */
+export interface JsonRequest extends HttpContext {
   signal?: AbortSignal;
 }
 
@@ -88,7 +84,8 @@ async function readJson(response: Response, maxBytes: number): Promise<unknown> 
 /**
  * One request to a JSON endpoint (replay, list, cancel); never throws, an abort answers a
  * `network_error` failure. Success is `200`/`202` with a JSON body of at most `maxBytes`
- * that `schema` accepts; anything else there is a retryable `invalid_response` naming `what`.
+ * that `schema` accepts; anything else there is a retryable `invalid_response` (the zod
+ * issues in its `details`; the diagnostic's scope says which request).
  */
 export async function requestJson<T>(
   request: JsonRequest,
@@ -96,13 +93,12 @@ export async function requestJson<T>(
   path: string,
   schema: z.ZodMiniType<T>,
   maxBytes: number,
-  what: string,
 ): Promise<JsonAnswer<T>> {
   let value: unknown;
   try {
     const response = await request.fetch(endpoint(request.baseUrl, path), {
       method,
-      headers: { ...request.headers, accept: 'application/json' },
+      headers: { ...(await request.headers()), accept: 'application/json' },
       signal: request.signal ?? null,
     });
     if (response.status !== 200 && response.status !== 202) return { ok: false, failure: await failureFromResponse(response, request.now()) };
@@ -115,19 +111,19 @@ export async function requestJson<T>(
     ? { ok: true, value: parsed.data }
     : {
         ok: false,
-        failure: { error: new ProtocolError('invalid_response', `Invalid ${what} answer.`, { details: parsed.error.issues }), disposition: 'retry' },
+        failure: { error: new ProtocolError('invalid_response', 'Invalid answer.', { details: parsed.error.issues }), disposition: 'retry' },
         ...(value === TOO_LARGE && { tooLarge: true }),
       };
 }
 
-/** Statuses with a meaning of their own; any other is `http_error`. */
-const STATUS_FAILURES: Readonly<Record<number, readonly [LifelineErrorCode, FailureDisposition]>> = {
-  401: ['unauthorized', 'auth'],
-  403: ['forbidden', 'auth'],
-  404: ['turn_not_found', 'fatal'],
-  410: ['turn_expired', 'fatal'],
-  429: ['rate_limited', 'retry'],
-  503: ['server_unavailable', 'retry'],
+/** Statuses with a code of their own; any other is `http_error`. */
+const STATUS_CODES: Readonly<Record<number, LifelineErrorCode>> = {
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'turn_not_found',
+  410: 'turn_expired',
+  429: 'rate_limited',
+  503: 'server_unavailable',
 };
 
 /** Classifies a non-success response; reads (a bounded part of) its error body. */
@@ -138,10 +134,9 @@ export async function failureFromResponse(response: Response, now: number): Prom
   if (serverCode === 'resume_point_ahead') {
     return { error: new ProtocolError('seq_mismatch', 'The server log is behind the client.', options), disposition: 'rebuild' };
   }
-  const [code, disposition] = STATUS_FAILURES[status] ?? ['http_error', status >= 500 || status === 408 || status === 425 ? 'retry' : 'fatal'];
   return {
-    error: new TransportError(code, `The server answered ${status}.`, options),
-    disposition,
+    error: new TransportError(STATUS_CODES[status] ?? 'http_error', `The server answered ${status}.`, options),
+    disposition: status === 401 || status === 403 ? 'auth' : status >= 500 || [408, 425, 429].includes(status) ? 'retry' : 'fatal',
     retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now),
   };
 }

@@ -4,47 +4,49 @@
  * backoff times it (`Retry-After` honoured), each retry is announced, and the give-up
  * (`retry_exhausted`) comes only past `retry.maxElapsedMs`.
  */
-import { createBackoff, type BackoffClock, type RetryPolicy } from '../core/backoff.js';
-import { TransportError, type LifelineError } from '../errors.js';
+import { createBackoff, type RetryPolicy } from '../core/backoff.js';
+import { TransportError } from '../errors.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
+import type { Diagnostic } from '../types.js';
 import { requestJson, type JsonRequest } from './http.js';
 
-/** How {@link listTurns} times, reports and waits between retries. */
-export interface RetryLoop {
-  policy: RetryPolicy;
-  clock?: BackoffClock;
-  /** Told before each wait: the retry's number, its delay and what failed. */
-  onRetry: (attempt: number, delayMs: number, cause: LifelineError) => void;
-  /** Waits `ms`; a rejection stops the loop with it (the client was disposed). */
-  sleep: (ms: number) => Promise<void>;
+/** What {@link listTurns} needs from the client (its follower deps fit). */
+export interface ListContext extends JsonRequest {
+  random: () => number;
+  retry: RetryPolicy;
+  emit: (diagnostic: Diagnostic) => void;
 }
 
 /**
  * A conversation's turns, newest first (at most 200), with headers read again for each
- * attempt. Rejects with a failure retrying cannot fix, or `retry_exhausted`.
+ * attempt. Rejects with a failure retrying cannot fix, `retry_exhausted`, or the reason
+ * `signal` aborted with (the client was disposed) as soon as it does.
  */
-export async function listTurns(
-  context: Omit<JsonRequest, 'headers'> & { headers: () => Promise<Record<string, string>> },
-  conversationId: string,
-  retry: RetryLoop,
-): Promise<TurnObject[]> {
-  const backoff = createBackoff(retry.policy, retry.clock);
+export async function listTurns(context: ListContext, conversationId: string, signal: AbortSignal): Promise<TurnObject[]> {
+  const backoff = createBackoff(context.retry, context);
   for (;;) {
     // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
     const answer = await requestJson(
-      { ...context, headers: await context.headers() },
+      context,
       'GET',
       `/conversations/${conversationId}/turns?limit=200`,
       listAnswerSchema,
       4 * 1024 * 1024,
-      'list',
     );
     if (answer.ok) return answer.value.turns;
-    const { failure } = answer;
-    if (failure.disposition !== 'retry') throw failure.error;
-    const delay = backoff.next(failure);
-    if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: failure.error });
-    retry.onRetry(backoff.attempt, delay, failure.error);
-    await retry.sleep(delay);
+    const { error, disposition } = answer.failure;
+    if (disposition !== 'retry') throw error;
+    const delay = backoff.next(answer.failure);
+    if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: error });
+    context.emit({ type: 'retry', at: context.now(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
+    await new Promise((resolve, reject) => {
+      signal.throwIfAborted();
+      const stop = (): void => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => resolve(signal.removeEventListener('abort', stop)), delay);
+      signal.addEventListener('abort', stop);
+    });
   }
 }

@@ -36,14 +36,14 @@ test('a real QuotaExceededError is a typed storage_quota_exceeded (the rejection
     const store = window.lifeline.createIndexedDbStore({ namespace: 'quota' });
     const trouble: string[] = [];
     store.onTrouble = (error) => trouble.push(error.code);
-    await store.appendChunk(row('t1', { lastSeq: 2 }), chunk('t1', 1, 2));
+    await store.write([{ record: row('t1', { lastSeq: 2 }), chunk: chunk('t1', 1, 2) }]);
     // 256 events of 8 Ki random characters: 2 MiB that does not compress, against a 256 KiB quota.
     const big = chunk('t1', 3, 258);
     const noise = () => Array.from(crypto.getRandomValues(new Uint8Array(8 * 1024)), (byte) => String.fromCharCode(33 + (byte % 90))).join('');
     for (const event of big.events) if (event.type === 'delta') event.text = noise();
     let code: string | undefined;
     try {
-      await store.appendChunk(row('t1', { lastSeq: 258 }), big);
+      await store.write([{ record: row('t1', { lastSeq: 258 }), chunk: big }]);
     } catch (error) {
       code = (error as { code?: string }).code;
     }
@@ -71,7 +71,7 @@ test('IndexedDB throwing on open, or missing, is storage_unavailable', async ({ 
   const result = await page.evaluate(async () => {
     const codes: (string | undefined)[] = [];
     const store = window.lifeline.createIndexedDbStore({ namespace: 'throws' });
-    for (const attempt of [() => store.open(), () => store.putTurn(window.__fixtures.row('t1')), () => store.loadTurns()]) {
+    for (const attempt of [() => store.open(), () => store.write([{ record: window.__fixtures.row('t1') }]), () => store.loadTurns()]) {
       try {
         await attempt();
         codes.push('resolved');
@@ -103,7 +103,7 @@ test('an upgrade blocked by an old tab that never lets go settles with storage_b
   // The old tab: the database at the current version, held by code that ignores versionchange.
   await oldTab.evaluate(async () => {
     const store = window.lifeline.createIndexedDbStore({ namespace: 'blocked' });
-    await store.putTurn(window.__fixtures.row('t1'));
+    await store.write([{ record: window.__fixtures.row('t1') }]);
     store.close();
     window.__test['db'] = await new Promise<IDBDatabase>((resolve, reject) => {
       const request = indexedDB.open('lifeline:blocked');
@@ -154,7 +154,7 @@ test('a tab running the store lets a newer tab upgrade: it closes its connection
     const trouble: string[] = [];
     window.__test['trouble'] = trouble;
     store.onTrouble = (error) => trouble.push(`${error.code}: ${error.message}`);
-    await store.putTurn(window.__fixtures.row('t1'));
+    await store.write([{ record: window.__fixtures.row('t1') }]);
     window.__test['store'] = store;
   });
   const outcome = await newTab.evaluate(
@@ -179,7 +179,7 @@ test('a tab running the store lets a newer tab upgrade: it closes its connection
   // The old build cannot use the newer database: a typed error, not a hang.
   const code = await oldTab.evaluate(async () => {
     const store = window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>;
-    return store.putTurn(window.__fixtures.row('t2')).then(
+    return store.write([{ record: window.__fixtures.row('t2') }]).then(
       () => 'resolved',
       (error: { code?: string }) => error.code,
     );
@@ -196,13 +196,13 @@ test('Clear-Site-Data mid-session: the loss is reported and the next write lands
     window.__test['trouble'] = trouble;
     store.onTrouble = (error) => trouble.push(error.code);
     window.__test['store'] = store;
-    await store.putTurn(window.__fixtures.row('before'));
+    await store.write([{ record: window.__fixtures.row('before') }]);
     await fetch('/api/clear-site-data');
   });
   await expect.poll(() => page.evaluate(() => window.__test['trouble'] as string[])).toEqual(['storage_closed']);
   const after = await page.evaluate(async () => {
     const store = window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>;
-    await store.appendChunk(window.__fixtures.row('after', { lastSeq: 3 }), window.__fixtures.chunk('after', 1, 3));
+    await store.write([{ record: window.__fixtures.row('after', { lastSeq: 3 }), chunk: window.__fixtures.chunk('after', 1, 3) }]);
     // Read back through a separate connection: the write is in the recreated database.
     const reader = window.lifeline.createIndexedDbStore({ namespace: 'cleared' });
     const rows = (await reader.loadTurns()).items.map((row) => row.id);
@@ -220,9 +220,9 @@ test('corrupted records injected with raw IndexedDB are skipped and reported; th
   const result = await page.evaluate(async () => {
     const { row, chunk, rawPut } = window.__fixtures;
     const store = window.lifeline.createIndexedDbStore({ namespace: 'corrupt' });
-    await store.putTurn(row('good', { createdAt: 1 }));
-    await store.appendChunk(row('partial', { createdAt: 2, lastSeq: 6 }), chunk('partial', 1, 3));
-    await store.appendChunk(row('partial', { createdAt: 2, lastSeq: 6 }), chunk('partial', 4, 6));
+    await store.write([{ record: row('good', { createdAt: 1 }) }]);
+    await store.write([{ record: row('partial', { createdAt: 2, lastSeq: 6 }), chunk: chunk('partial', 1, 3) }]);
+    await store.write([{ record: row('partial', { createdAt: 2, lastSeq: 6 }), chunk: chunk('partial', 4, 6) }]);
     await rawPut(store.databaseName, 'turns', { id: 'foreign', note: 'written by another app' });
     await rawPut(store.databaseName, 'turns', { ...row('bad-status', { createdAt: 3 }), status: 42 });
     await rawPut(store.databaseName, 'chunks', { ...chunk('partial', 4, 6), events: 'garbage' });

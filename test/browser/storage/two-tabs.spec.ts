@@ -31,14 +31,14 @@ test('a fold in one tab wins over the other tab\'s late and racing appends; chun
     const { row, chunk } = window.__fixtures;
     const store = window.lifeline.createIndexedDbStore({ namespace: 'tabs' });
     window.__test['store'] = store;
-    await store.appendChunk(row('t1', { lastSeq: 9 }), chunk('t1', 1, 9));
-    await store.appendChunk(row('t1', { lastSeq: 262 }), chunk('t1', 10, 262));
+    await store.write([{ record: row('t1', { lastSeq: 9 }), chunk: chunk('t1', 1, 9) }]);
+    await store.write([{ record: row('t1', { lastSeq: 262 }), chunk: chunk('t1', 10, 262) }]);
   });
   await tabB.evaluate(async () => {
     const { row, chunk } = window.__fixtures;
     const store = window.lifeline.createIndexedDbStore({ namespace: 'tabs' });
     window.__test['store'] = store;
-    await store.appendChunk(row('t1', { lastSeq: 5 }), chunk('t1', 1, 5));
+    await store.write([{ record: row('t1', { lastSeq: 5 }), chunk: chunk('t1', 1, 5) }]);
   });
   const beforeFold = await tabB.evaluate(async () => {
     const loaded = await (window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>).loadTurn('t1');
@@ -50,21 +50,21 @@ test('a fold in one tab wins over the other tab\'s late and racing appends; chun
   const fold = tabA.evaluate(
     async (folded) => {
       const store = window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>;
-      await store.foldTurn(window.__fixtures.row('t1', { status: 'complete', lastSeq: 300, text: folded, actions: [], endedAt: 9_000 }));
+      await store.write([{ record: window.__fixtures.row('t1', { status: 'complete', lastSeq: 300, text: folded, actions: [], endedAt: 9_000 }) }]);
     },
     text(300),
   );
   const racing = tabB.evaluate(async () => {
     const { row, chunk } = window.__fixtures;
     const store = window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>;
-    await store.appendChunk(row('t1', { lastSeq: 280 }), chunk('t1', 263, 280));
+    await store.write([{ record: row('t1', { lastSeq: 280 }), chunk: chunk('t1', 263, 280) }]);
   });
   await Promise.all([fold, racing]);
   const after = await tabB.evaluate(async () => {
     const { row, chunk } = window.__fixtures;
     const store = window.__test['store'] as ReturnType<typeof window.lifeline.createIndexedDbStore>;
-    await store.appendChunks([{ record: row('t1', { lastSeq: 300 }), chunk: chunk('t1', 281, 300) }]);
-    await store.putTurn(row('t1', { lastSeq: 300, status: 'reconnecting' }));
+    await store.write([{ record: row('t1', { lastSeq: 300 }), chunk: chunk('t1', 281, 300) }]);
+    await store.write([{ record: row('t1', { lastSeq: 300, status: 'reconnecting' }) }]);
     const loaded = await store.loadTurn('t1');
     const unfinished = await store.loadTurns({ unfinished: true });
     return { record: loaded?.record, events: loaded?.events.length, skipped: loaded?.skipped?.length ?? 0, unfinished: unfinished.items.length };

@@ -15,7 +15,7 @@ function request(answer: Response | Error): JsonRequest & { urls: string[] } {
   return {
     urls,
     baseUrl: 'http://x/api/',
-    headers: { authorization: 'Bearer t' },
+    headers: async () => ({ authorization: 'Bearer t' }),
     now: () => 0,
     fetch: async (input) => {
       urls.push(String(input));
@@ -41,28 +41,28 @@ function endless(type: string, status = 200): { response: Response; cancelled: P
 describe('requestJson', () => {
   it('answers the parsed value of a 200 JSON body, with the base joined once', async () => {
     const req = request(json({ n: 1 }));
-    expect(await requestJson(req, 'GET', '/turns/t', schema, 1024, 'replay')).toEqual({ ok: true, value: { n: 1 } });
+    expect(await requestJson(req, 'GET', '/turns/t', schema, 1024)).toEqual({ ok: true, value: { n: 1 } });
     expect(req.urls).toEqual(['http://x/api/turns/t']);
   });
 
   it('does not read a body that is not JSON (it could be endless) and retries it as invalid_response', async () => {
     const { response, cancelled } = endless('text/html');
-    const answer = await requestJson(request(response), 'GET', '/x', schema, 1024, 'replay');
+    const answer = await requestJson(request(response), 'GET', '/x', schema, 1024);
     await cancelled;
     expect(answer.ok || [isProtocolError(answer.failure.error), answer.failure.error.code, answer.failure.disposition]).toEqual([true, 'invalid_response', 'retry']);
   });
 
   it('stops reading past maxBytes and says the answer was too large', async () => {
     const { response, cancelled } = endless('application/json');
-    const answer = await requestJson(request(response), 'GET', '/x', schema, 10_000, 'replay');
+    const answer = await requestJson(request(response), 'GET', '/x', schema, 10_000);
     await cancelled;
     expect(answer.ok || [answer.tooLarge, answer.failure.error.code]).toEqual([true, 'invalid_response']);
   });
 
   it('retries a JSON answer that does not match the schema, and a network failure', async () => {
-    const wrong = await requestJson(request(json({ n: 'one' })), 'GET', '/x', schema, 1024, 'list');
+    const wrong = await requestJson(request(json({ n: 'one' })), 'GET', '/x', schema, 1024);
     expect(wrong.ok || [wrong.failure.error.code, wrong.failure.disposition, 'tooLarge' in wrong]).toEqual(['invalid_response', 'retry', false]);
-    const down = await requestJson(request(new TypeError('fetch failed')), 'GET', '/x', schema, 1024, 'list');
+    const down = await requestJson(request(new TypeError('fetch failed')), 'GET', '/x', schema, 1024);
     expect(down.ok || [isTransportError(down.failure.error), down.failure.error.code, down.failure.disposition]).toEqual([true, 'network_error', 'retry']);
   });
 });

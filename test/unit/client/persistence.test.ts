@@ -10,7 +10,7 @@ import { StorageError } from '../../../src/errors.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { createMemoryStore, type MemoryStore } from '../../../src/storage/memory-store.js';
 import { createPersistence } from '../../../src/storage/persistence.js';
-import type { EventChunk, Store, TurnRecord } from '../../../src/storage/store.js';
+import type { Store, TurnRecord, TurnWrite } from '../../../src/storage/store.js';
 import type { Diagnostic, Turn, TurnSnapshot } from '../../../src/types.js';
 import { controlledAgent, textAgent } from '../../fixtures/agents.js';
 import { replayAll, startTestServer, submitMessage, textOf, waitForTurnEnd } from '../../fixtures/server.js';
@@ -24,36 +24,25 @@ afterEach(async () => {
   cleanup = [];
 });
 
-type Call = { method: 'appendChunks' | 'appendChunk' | 'foldTurn' | 'putTurn'; items: number };
+/** One `write` call: chunks (how many), a fold, or bare rows. */
+type Call = { method: 'chunks' | 'fold' | 'rows'; items: number };
 
-/** A memory store that records its write calls (and can lack the batch method). */
-function recordingStore(options: { batch?: boolean } = {}): { store: Store; inner: MemoryStore; calls: Call[] } {
+/** What a write call does: a fold (a row with text), chunks, or bare rows. */
+const writeKind = (items: readonly TurnWrite[]): Call['method'] =>
+  items.some(({ record }) => record.text !== undefined) ? 'fold' : items.some(({ chunk }) => chunk) ? 'chunks' : 'rows';
+
+/** A memory store that records its write calls. */
+function recordingStore(): { store: Store; inner: MemoryStore; calls: Call[] } {
   const inner = createMemoryStore();
   const calls: Call[] = [];
   const store: Store = {
     ...inner,
     kind: 'recording',
-    appendChunk: (record, chunk) => {
-      calls.push({ method: 'appendChunk', items: 1 });
-      return inner.appendChunk(record, chunk);
-    },
-    foldTurn: (record) => {
-      calls.push({ method: 'foldTurn', items: 1 });
-      return inner.foldTurn(record);
-    },
-    putTurn: (record) => {
-      calls.push({ method: 'putTurn', items: 1 });
-      return inner.putTurn(record);
+    write: (items) => {
+      calls.push({ method: writeKind(items), items: items.length });
+      return inner.write(items);
     },
   };
-  if (options.batch !== false) {
-    store.appendChunks = (items) => {
-      calls.push({ method: 'appendChunks', items: items.length });
-      return inner.appendChunks(items);
-    };
-  } else {
-    delete store.appendChunks;
-  }
   return { store, inner, calls };
 }
 
@@ -64,7 +53,6 @@ function delta(turnId: string, seq: number, text: string): TurnEvent {
 function persistenceOver(store: Store, diagnostics: Diagnostic[] = []) {
   const persistence = createPersistence({
     store,
-    memoryByChoice: false,
     flushMs: 16,
     flushEvents: 256,
     retentionMs: 1000,
@@ -76,7 +64,7 @@ function persistenceOver(store: Store, diagnostics: Diagnostic[] = []) {
 }
 
 describe('batched writes', () => {
-  it('writes one chunk per turn per flush, all turns in one appendChunks call, after flushMs', async () => {
+  it('writes one chunk per turn per flush, all turns in one write call, after flushMs', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     const { store, inner, calls } = recordingStore();
     const persistence = persistenceOver(store);
@@ -89,7 +77,7 @@ describe('batched writes', () => {
     expect(calls).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
     await persistence.flush();
-    expect(calls).toEqual([{ method: 'appendChunks', items: 2 }]);
+    expect(calls).toEqual([{ method: 'chunks', items: 2 }]);
     const loaded = await inner.loadTurn('turn_a');
     expect(loaded?.events.map((event) => event.seq)).toEqual(range(10));
     expect(loaded?.record.lastSeq).toBe(10);
@@ -101,11 +89,11 @@ describe('batched writes', () => {
     const persistence = persistenceOver(store);
     await persistence.open();
     for (let seq = 1; seq <= 256; seq++) persistence.append('turn_a', delta('turn_a', seq, 'x'));
-    await expect.poll(() => calls).toEqual([{ method: 'appendChunks', items: 1 }]);
+    await expect.poll(() => calls).toEqual([{ method: 'chunks', items: 1 }]);
   });
 
-  it('falls back to one appendChunk per turn on a store without the batch method, and keeps chunks contiguous', async () => {
-    const { store, inner, calls } = recordingStore({ batch: false });
+  it('writes one contiguous chunk per run of seqs, all in one write call', async () => {
+    const { store, inner, calls } = recordingStore();
     const persistence = persistenceOver(store);
     await persistence.open();
     persistence.append('turn_a', delta('turn_a', 1, 'a'));
@@ -114,11 +102,7 @@ describe('batched writes', () => {
     persistence.append('turn_a', delta('turn_a', 4, 'd'));
     persistence.append('turn_b', delta('turn_b', 1, 'x'));
     await persistence.flush();
-    expect(calls).toEqual([
-      { method: 'appendChunk', items: 1 },
-      { method: 'appendChunk', items: 1 },
-      { method: 'appendChunk', items: 1 },
-    ]);
+    expect(calls).toEqual([{ method: 'chunks', items: 3 }]);
     // Stored chunks are contiguous; a load stops at the hole so the client refetches from there.
     expect((await inner.loadTurn('turn_a'))?.events.map((event) => event.seq)).toEqual([1, 2]);
   });
@@ -135,13 +119,15 @@ describe('bursts: capped writes, one in flight', () => {
     const store: Store = {
       ...inner,
       kind: 'gated',
-      appendChunks: async (items) => {
-        writes.push(items.reduce((sum, item) => sum + item.chunk.events.length, 0));
+      // Only chunk writes are gated (and counted); rows and folds go straight through.
+      write: async (items) => {
+        if (writeKind(items) != 'chunks') return inner.write(items);
+        writes.push(items.reduce((sum, item) => sum + item.chunk!.events.length, 0));
         inFlight += 1;
         maxInFlight = Math.max(maxInFlight, inFlight);
         await new Promise<void>((resolve) => open.push(resolve));
         inFlight -= 1;
-        await inner.appendChunks(items);
+        await inner.write(items);
       },
     };
     return { store, inner, writes, open, maxInFlight: () => maxInFlight };
@@ -188,7 +174,6 @@ describe('bursts: capped writes, one in flight', () => {
     const gated = gatedStore();
     const persistence = createPersistence({
       store: gated.store,
-      memoryByChoice: false,
       flushMs: 16,
       flushEvents: 10,
       maxWriteEvents: 50,
@@ -233,15 +218,12 @@ describe('storage failing mid-session (rows 27, 28)', () => {
       ...inner,
       kind: 'flaky',
       open: () => (failOpen ? Promise.reject(new StorageError('storage_unavailable', 'No IndexedDB here.')) : inner.open()),
-      appendChunks: async (items: readonly { record: TurnRecord; chunk: EventChunk }[]) => {
+      // Chunk writes and folds count (and fail from the `failFrom`th on); bare rows go through.
+      write: async (items) => {
+        if (writeKind(items) == 'rows') return inner.write(items);
         writes += 1;
         if (writes >= failFrom) quota();
-        return inner.appendChunks(items);
-      },
-      foldTurn: async (record) => {
-        writes += 1;
-        if (writes >= failFrom) quota();
-        return inner.foldTurn(record);
+        return inner.write(items);
       },
     };
     return { store, writes: () => writes };
@@ -368,8 +350,8 @@ describe('flush triggers and the end of a turn', () => {
     const store = createMemoryStore();
     const now = Date.now();
     const ended = (id: string, endedAt: number): TurnRecord => ({ id, conversationId: 'c', status: 'complete', lastSeq: 2, createdAt: endedAt, updatedAt: endedAt, endedAt, text: 'x', actions: [] });
-    await store.putTurn(ended('old_turn', now - 10_000));
-    await store.putTurn(ended('new_turn', now - 10));
+    await store.write([{ record: ended('old_turn', now - 10_000) }]);
+    await store.write([{ record: ended('new_turn', now - 10) }]);
     const client = createLifeline({ baseUrl: 'http://127.0.0.1:9/api', storage: store, retentionMs: 5_000 });
     cleanup.push(() => client.dispose());
     await client.ready;
@@ -382,7 +364,7 @@ describe('start-up from storage (row 20, issue 5)', () => {
     const log = await buildLog(['Hel', 'lo ', '世界', '😀']);
     const store = createMemoryStore();
     const record: TurnRecord = { id: TURN, conversationId: 'conv_1', status: 'streaming', lastSeq: 3, createdAt: 1, updatedAt: 1 };
-    await store.appendChunk(record, { turnId: TURN, firstSeq: 1, lastSeq: 3, events: log.slice(0, 3) });
+    await store.write([{ record: record, chunk: { turnId: TURN, firstSeq: 1, lastSeq: 3, events: log.slice(0, 3) } }]);
     const server = await startScriptedServer({ log });
     cleanup.push(() => server.close());
     let atFirstRequest: readonly TurnSnapshot[] | undefined;
@@ -440,7 +422,7 @@ describe('start-up from storage (row 20, issue 5)', () => {
   it('serves a stored ended turn from storage without any request', async () => {
     const store = createMemoryStore();
     const now = Date.now();
-    await store.foldTurn({ id: TURN, conversationId: 'conv_1', status: 'complete', lastSeq: 5, createdAt: now, updatedAt: now, endedAt: now, text: 'stored answer', actions: [] });
+    await store.write([{ record: { id: TURN, conversationId: 'conv_1', status: 'complete', lastSeq: 5, createdAt: now, updatedAt: now, endedAt: now, text: 'stored answer', actions: [] } }]);
     const requests: string[] = [];
     const client = createLifeline({
       baseUrl: 'http://127.0.0.1:9/api',

@@ -110,10 +110,7 @@ describe('recover() under 503 / 429', () => {
     const server = await startScriptedServer({ log, stream: holdingStream(log, 0) });
     cleanup.push(() => server.close());
     const storage = createMemoryStore();
-    await storage.appendChunk(
-      { id: TURN, conversationId: 'conv_1', status: 'streaming', lastSeq: 2, createdAt: 1_000, updatedAt: 1_000 },
-      { turnId: TURN, firstSeq: 1, lastSeq: 2, events: log.slice(0, 2) },
-    );
+    await storage.write([{ record: { id: TURN, conversationId: 'conv_1', status: 'streaming', lastSeq: 2, createdAt: 1_000, updatedAt: 1_000 }, chunk: { turnId: TURN, firstSeq: 1, lastSeq: 2, events: log.slice(0, 2) } }]);
     const list = listOverloaded((index) => (index === 0 ? { status: 503, retryAfter: '1' } : undefined));
     const diagnostics: Diagnostic[] = [];
     const client = createLifeline({ baseUrl: server.baseUrl, storage, retry: FAST_RETRY, fetch: list.fetch, onDiagnostic: (d) => diagnostics.push(d) });

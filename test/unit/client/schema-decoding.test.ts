@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeEventValue } from '../../../src/protocol/decode.js';
 import { submitBodySchema, turnEventSchema } from '../../../src/protocol/schemas.js';
-import { checkRecord, outboxRecordSchema } from '../../../src/storage/records.js';
+import { checkAll, outboxRecordSchema } from '../../../src/storage/records.js';
 
 describe('decodeEventValue', () => {
   const valueArb = fc.oneof(
@@ -39,9 +39,10 @@ describe('decodeEventValue', () => {
 
   it('explains a bad event with the path and zod English message of each issue', () => {
     const decoded = decodeEventValue({ type: 'delta', turnId: 'turn_a', seq: 1.5, text: 'x' });
-    expect(decoded.kind === 'error' && decoded.error.message).toBe(
-      'Event does not match the protocol: seq: Invalid input: expected int, received number',
-    );
+    expect(decoded.kind === 'error' && [decoded.error.message, decoded.error.details]).toEqual([
+      'Event does not match the protocol.',
+      [expect.objectContaining({ path: ['seq'], message: 'Invalid input: expected int, received number' })],
+    ]);
   });
 });
 
@@ -67,6 +68,6 @@ describe('cyclic values', () => {
       nextAttemptAt: 0,
       state: 'queued',
     };
-    expect(checkRecord(outboxRecordSchema, record, 'outbox', 'op_aaaaaaaaaaaaaaaa').ok).toBe(true);
+    expect(checkAll(outboxRecordSchema, 'outbox', [record], 'operationId').items).toHaveLength(1);
   });
 });

@@ -107,7 +107,7 @@ describe.each(backends)('user messages survive a reload ($name)', ({ stores }) =
     const page = stores();
     const firstStore = page();
     const record: TurnRecord = { id: TURN, conversationId: 'conv_mid', operationId: 'op_mid_0123456789abc', content: 'half way', status: 'streaming', lastSeq: 2, createdAt: 5, updatedAt: 5 };
-    await firstStore.appendChunk(record, { turnId: TURN, firstSeq: 1, lastSeq: 2, events: log.slice(0, 2) });
+    await firstStore.write([{ record: record, chunk: { turnId: TURN, firstSeq: 1, lastSeq: 2, events: log.slice(0, 2) } }]);
     firstStore.close();
 
     const store = page();
@@ -134,7 +134,7 @@ describe.each(backends)('user messages survive a reload ($name)', ({ stores }) =
     const page = stores();
     const firstStore = page();
     const now = Date.now();
-    await firstStore.foldTurn({ id: 'turn_old', conversationId: 'conv_old', status: 'complete', lastSeq: 3, createdAt: now, updatedAt: now, endedAt: now, text: 'old answer', actions: [] });
+    await firstStore.write([{ record: { id: 'turn_old', conversationId: 'conv_old', status: 'complete', lastSeq: 3, createdAt: now, updatedAt: now, endedAt: now, text: 'old answer', actions: [] } }]);
     firstStore.close();
     const client = offlineClient(page(), []);
     const conversation = client.conversation('conv_old');

@@ -131,9 +131,9 @@ describe('turn reducer', () => {
   it('refuses a delta that would pass the text cap', () => {
     const state = applyEvent(initialTurnState(TURN), { turnId: TURN, seq: 1, type: 'delta', text: 'abc' });
     const next: TurnEvent = { turnId: TURN, seq: 2, type: 'delta', text: 'de' };
-    expect(classifyEvent(state, next, { maxTextLength: 4 })).toBe('too-large');
-    expect(applyEvent(state, next, { maxTextLength: 4 })).toBe(state);
-    expect(classifyEvent(state, next, { maxTextLength: 5 })).toBe('next');
+    expect(classifyEvent(state, next, { maxTurnTextLength: 4 })).toBe('too-large');
+    expect(applyEvent(state, next, { maxTurnTextLength: 4 })).toBe(state);
+    expect(classifyEvent(state, next, { maxTurnTextLength: 5 })).toBe('next');
   });
 
   it('keeps older states intact when a newer state was built from them (shared parts fork)', () => {

@@ -215,16 +215,10 @@ describe('two instances sharing one Redis', () => {
     const stored: EventChunk[] = [];
     const store = new Proxy(memory, {
       get(target_, property, receiver) {
-        if (property === 'appendChunk') {
-          return (record: Parameters<Store['appendChunk']>[0], chunk: EventChunk) => {
-            stored.push(structuredClone(chunk));
-            return memory.appendChunk(record, chunk);
-          };
-        }
-        if (property === 'appendChunks') {
-          return (items: Parameters<NonNullable<Store['appendChunks']>>[0]) => {
-            for (const { chunk } of items) stored.push(structuredClone(chunk));
-            return memory.appendChunks(items);
+        if (property === 'write') {
+          return (items: Parameters<Store['write']>[0]) => {
+            for (const { chunk } of items) if (chunk) stored.push(structuredClone(chunk));
+            return memory.write(items);
           };
         }
         return Reflect.get(target_, property, receiver) as unknown;

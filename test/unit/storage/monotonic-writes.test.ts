@@ -64,12 +64,12 @@ const kinds: [string, () => { tabA: Store; tabB: Store; reload: () => Store }][]
 describe.each(kinds)('monotonic turn rows: %s', (_name, setup) => {
   it('drops a late append after another tab folded the turn: the fold stays, no hole on load', async () => {
     const { tabA, tabB, reload } = setup();
-    await tabA.appendChunk(row({ lastSeq: 262 }), chunk(1, 262));
-    await tabB.appendChunk(row({ lastSeq: 262 }), chunk(1, 262));
-    await tabA.foldTurn(folded(300));
+    await tabA.write([{ record: row({ lastSeq: 262 }), chunk: chunk(1, 262) }]);
+    await tabB.write([{ record: row({ lastSeq: 262 }), chunk: chunk(1, 262) }]);
+    await tabA.write([{ record: folded(300) }]);
     // Tab B is behind: its next flush of the same turn lands after the fold.
-    await tabB.appendChunk(row({ lastSeq: 290 }), chunk(263, 290));
-    await tabB.appendChunks?.([{ record: row({ lastSeq: 300 }), chunk: chunk(291, 300) }]);
+    await tabB.write([{ record: row({ lastSeq: 290 }), chunk: chunk(263, 290) }]);
+    await tabB.write([{ record: row({ lastSeq: 300 }), chunk: chunk(291, 300) }]);
 
     const loaded = await reload().loadTurn(TURN);
     expect(loaded).toEqual({ record: folded(300), events: [] });
@@ -80,27 +80,27 @@ describe.each(kinds)('monotonic turn rows: %s', (_name, setup) => {
   it('a shorter chunk under the same key does not replace a longer one (the soak\'s "seq 6 to 9 missing")', async () => {
     const { tabA, tabB, reload } = setup();
     // Both tabs follow from seq 1 and cut their flushes at different seqs; tab B then closes.
-    await tabA.appendChunk(row({ lastSeq: 9 }), chunk(1, 9));
-    await tabA.appendChunk(row({ lastSeq: 20 }), chunk(10, 20));
-    await tabB.appendChunks?.([{ record: row({ lastSeq: 5 }), chunk: chunk(1, 5) }]);
+    await tabA.write([{ record: row({ lastSeq: 9 }), chunk: chunk(1, 9) }]);
+    await tabA.write([{ record: row({ lastSeq: 20 }), chunk: chunk(10, 20) }]);
+    await tabB.write([{ record: row({ lastSeq: 5 }), chunk: chunk(1, 5) }]);
     const loaded = await reload().loadTurn(TURN);
     expect(loaded?.skipped).toBeUndefined();
     expect(loaded?.events.map((event) => event.seq)).toEqual(chunk(1, 20).events.map((event) => event.seq));
     expect(loaded?.record.lastSeq).toBe(20);
   });
 
-  it('a late row write (putTurn) does not un-fold the turn', async () => {
+  it('a late row write (bare row) does not un-fold the turn', async () => {
     const { tabA, tabB, reload } = setup();
-    await tabA.foldTurn(folded(5));
-    await tabB.putTurn(row({ lastSeq: 3, status: 'reconnecting' }));
+    await tabA.write([{ record: folded(5) }]);
+    await tabB.write([{ record: row({ lastSeq: 3, status: 'reconnecting' }) }]);
     expect(await reload().loadTurn(TURN)).toEqual({ record: folded(5), events: [] });
   });
 
   it('drops only the folded turn of a batch; the others are written', async () => {
     const { tabA, tabB, reload } = setup();
-    await tabA.foldTurn(folded(2));
+    await tabA.write([{ record: folded(2) }]);
     const other: EventChunk = { turnId: 'turn_other', firstSeq: 1, lastSeq: 1, events: [{ turnId: 'turn_other', seq: 1, type: 'delta', text: 'x' }] };
-    await tabB.appendChunks?.([
+    await tabB.write([
       { record: row({ lastSeq: 4 }), chunk: chunk(3, 4) },
       { record: { ...row({ lastSeq: 1 }), id: 'turn_other' }, chunk: other },
     ]);
@@ -110,9 +110,9 @@ describe.each(kinds)('monotonic turn rows: %s', (_name, setup) => {
 
   it('never moves a row lastSeq back: the tab that got further keeps its claim', async () => {
     const { tabA, tabB, reload } = setup();
-    await tabA.appendChunk(row({ lastSeq: 10 }), chunk(1, 10));
-    await tabB.appendChunk(row({ lastSeq: 6, updatedAt: 2_000 }), chunk(1, 6));
-    await tabB.putTurn(row({ lastSeq: 0, status: 'reconnecting', updatedAt: 3_000 }));
+    await tabA.write([{ record: row({ lastSeq: 10 }), chunk: chunk(1, 10) }]);
+    await tabB.write([{ record: row({ lastSeq: 6, updatedAt: 2_000 }), chunk: chunk(1, 6) }]);
+    await tabB.write([{ record: row({ lastSeq: 0, status: 'reconnecting', updatedAt: 3_000 }) }]);
     const [stored] = (await reload().loadTurns()).items;
     expect(stored).toEqual(row({ lastSeq: 10, status: 'reconnecting', updatedAt: 3_000 }));
     expect((await reload().loadTurn(TURN))?.events.map((event) => event.seq)).toEqual(chunk(1, 10).events.map((event) => event.seq));
@@ -120,17 +120,17 @@ describe.each(kinds)('monotonic turn rows: %s', (_name, setup) => {
 
   it('a fold that got less far does not replace one that got further; an equal or further one does', async () => {
     const { tabA, tabB, reload } = setup();
-    await tabA.foldTurn(folded(8));
-    await tabB.foldTurn(folded(5, { status: 'failed' }));
+    await tabA.write([{ record: folded(8) }]);
+    await tabB.write([{ record: folded(5, { status: 'failed' }) }]);
     expect((await reload().loadTurn(TURN))?.record).toEqual(folded(8));
-    await tabB.foldTurn(folded(8, { updatedAt: 9_500 }));
+    await tabB.write([{ record: folded(8, { updatedAt: 9_500 }) }]);
     expect((await reload().loadTurn(TURN))?.record).toEqual(folded(8, { updatedAt: 9_500 }));
   });
 
   it('an unfolded ended row is not final: a revived turn writes past it', async () => {
     const { tabA, reload } = setup();
-    await tabA.appendChunk(row({ lastSeq: 3, status: 'failed' }), chunk(1, 3));
-    await tabA.appendChunk(row({ lastSeq: 5, status: 'streaming' }), chunk(4, 5));
+    await tabA.write([{ record: row({ lastSeq: 3, status: 'failed' }), chunk: chunk(1, 3) }]);
+    await tabA.write([{ record: row({ lastSeq: 5, status: 'streaming' }), chunk: chunk(4, 5) }]);
     expect((await reload().loadTurns({ unfinished: true })).items.map((item) => item.status)).toEqual(['streaming']);
   });
 });
