@@ -9,7 +9,7 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { createBackoff, type RetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter } from './core/subscribable.js';
-import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, } from './core/turn-reducer.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText } from './core/turn-reducer.js';
 import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
 import { decodeEvent, decodeEventValue, DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
