@@ -456,7 +456,12 @@ test('frozen, then resumed with 30 s watchdogs: the turn catches up through one 
 
   await expect.poll(() => appliedOf(tab, first.turnId), { timeout: 5_000 }).toBe(3);
   expect(await diagnosticTypes(tab, first.turnId)).not.toContain('stalled');
-  expect(await connectsOf(tab, rig, first.turnId)).toEqual([`${first.turnId}@`, `${first.turnId}@2`]);
+  // One reconnect, from the cursor at the resume: 2 when the frozen stream went deaf (the usual case), 3 when
+  // the page took the delta before the `resume` event ran (seen under load). Either way each seq applies once.
+  const connects = await connectsOf(tab, rig, first.turnId);
+  expect(connects).toHaveLength(2);
+  expect(connects[0]).toBe(`${first.turnId}@`);
+  expect([`${first.turnId}@2`, `${first.turnId}@3`]).toContain(connects[1]);
   await first.control.end();
   await expectTurnsExact(tab, rig, namespace, [first.turnId]);
 });
