@@ -153,15 +153,23 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       if (used == store && status.state != 'degraded') {
         store = createMemoryStore();
         delete used.onTrouble;
-        used.close();
+        try {
+          used.close();
+        } catch {
+          // Best effort: the broken store is not used again (an app's Store may throw here).
+        }
         setStatus({ ...status, state: 'degraded', kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
       }
       return operation(store);
     }
   };
 
-  /** Runs `operation` after every earlier one; never rejects (`fallback` on failure). */
-  const serial = <T>(operation: Operation<T>, fallback?: T): Promise<T> => (chain = chain.then(() => guard(operation)).catch(() => fallback)) as Promise<T>;
+  /**
+   * Runs `operation` after every earlier one; never rejects. A failure even in memory (after
+   * degrading) is reported and answers `fallback`.
+   */
+  const serial = <T>(operation: Operation<T>, fallback?: T): Promise<T> =>
+    (chain = chain.then(() => guard(operation)).catch((error: unknown) => (report([asStorageError(error, 'Storage failed.')]), fallback))) as Promise<T>;
 
   /** The turn's row, or `undefined` while its conversation is unknown. */
   const row = (turnId: string, lastSeq: number): TurnRecord | undefined => {

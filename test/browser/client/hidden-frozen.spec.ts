@@ -309,6 +309,20 @@ async function secondSending(target: Page, rig: Rig, conversationId: string): Pr
   return key;
 }
 
+/**
+ * A fresh rig and page in `namespace` (conversation `conv-<namespace>`): a first turn streaming
+ * and a second message whose POST the server holds.
+ */
+async function twoMessagesInFlight(namespace: string) {
+  // Kept in the module's `rig` too, for the teardown.
+  const started = (rig = await startRig());
+  const { page: tab, cdp } = await openClient(started.web.url, namespace);
+  const conversationId = `conv-${namespace}`;
+  const first = await firstTurnStreaming(tab, started, conversationId);
+  const secondKey = await secondSending(tab, started, conversationId);
+  return { rig: started, tab, cdp, conversationId, first, secondKey };
+}
+
 /** Waits for both turns to end in the page; checks T= and J0 for each against the server's replay. */
 async function expectTurnsExact(target: Page, rig: Rig, namespace: string, turnIds: string[]): Promise<void> {
   for (const turnId of turnIds) {
@@ -329,12 +343,8 @@ const countIn = (list: readonly string[], value: string): number => list.filter(
 // ------------------------------------------------------------------ the tests
 
 test('hidden and visible again, three times, while a turn streams and a message is sending: one stream, one POST per key', async () => {
-  rig = await startRig();
   const namespace = 'hidden';
-  const { page: tab, cdp } = await openClient(rig.web.url, namespace);
-  const conversationId = 'conv-hidden';
-  const first = await firstTurnStreaming(tab, rig, conversationId);
-  const secondKey = await secondSending(tab, rig, conversationId);
+  const { rig, tab, cdp, conversationId, first, secondKey } = await twoMessagesInFlight(namespace);
   const { windowId } = (await cdp.send('Browser.getWindowForTarget')) as { windowId: number };
 
   // Each flip: hidden, an event produced and applied while hidden, visible, another event applied.
@@ -381,12 +391,8 @@ test('hidden and visible again, three times, while a turn streams and a message 
 });
 
 test('frozen while the server produces events and answers a submission, then resumed: at most one reconnect, nothing re-sent', async () => {
-  rig = await startRig();
   const namespace = 'frozen';
-  const { page: tab, cdp } = await openClient(rig.web.url, namespace);
-  const conversationId = 'conv-frozen';
-  const first = await firstTurnStreaming(tab, rig, conversationId);
-  const secondKey = await secondSending(tab, rig, conversationId);
+  const { rig, tab, cdp, conversationId, first, secondKey } = await twoMessagesInFlight(namespace);
 
   await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
   // While frozen: the turn goes on at the server, and the held submission commits and is answered.

@@ -253,6 +253,43 @@ describe('storage failing mid-session (rows 27, 28)', () => {
     expect(unhandled).toEqual([]);
   });
 
+  it('degrades visibly even when the failing store throws on close, and keeps the events in memory', async () => {
+    const inner = createMemoryStore();
+    const store: Store = {
+      ...inner,
+      kind: 'brittle',
+      write: () => Promise.reject(new StorageError('storage_quota_exceeded', 'The storage quota is exhausted.')),
+      close: () => {
+        throw new Error('close failed');
+      },
+    };
+    const diagnostics: Diagnostic[] = [];
+    const persistence = persistenceOver(store, diagnostics);
+    await persistence.open();
+    for (let seq = 1; seq <= 3; seq++) persistence.append('turn_a', delta('turn_a', seq, `a${seq}`));
+    await persistence.flush();
+    expect(persistence.status.getSnapshot()).toEqual(expect.objectContaining({ state: 'degraded', kind: 'brittle' }));
+    expect(diagnostics.filter((d) => d.type === 'storage').map((d) => d.type === 'storage' && d.status.state)).toEqual(['ok', 'degraded']);
+    expect((await persistence.loadTurn('turn_a'))?.events.map((event) => event.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('reports a write that fails in memory too (after degrading), and goes on', async () => {
+    const diagnostics: Diagnostic[] = [];
+    const persistence = persistenceOver(createMemoryStore(), diagnostics);
+    await persistence.open();
+    // A function cannot be cloned: the row write fails in the store and again in the memory fallback.
+    persistence.setMessage('turn_a', { content: { run: (() => 1) as unknown as string } });
+    persistence.saveTurn('turn_a');
+    await persistence.flush();
+    const errors = diagnostics.filter((d): d is Extract<Diagnostic, { type: 'storage-error' }> => d.type === 'storage-error');
+    expect(errors).toHaveLength(1);
+    expect(persistence.status.getSnapshot().state).toBe('degraded');
+    // The layer still works for the next turn.
+    persistence.append('turn_b', delta('turn_b', 1, 'b1'));
+    await persistence.flush();
+    expect((await persistence.loadTurn('turn_b'))?.events).toHaveLength(1);
+  });
+
   it('works in memory when the store cannot open, with one diagnostic, and routes the outbox there too', async () => {
     const server = await startTestServer({ agent: textAgent('fine') });
     cleanup.push(() => server.close());
