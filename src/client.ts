@@ -15,7 +15,8 @@ import { createOutboxView, createSubmissionTracker, filteredStore, isUnaccepted,
 import { headersResolver } from './transport/http.js';
 import { createBrowserNetworkMonitor } from './transport/network.js';
 import { listTurns } from './transport/requests.js';
-import { follow, type FollowerDeps, type TurnFollower } from './turn-follower.js';
+import { follow } from './follow/follower.js';
+import type { FollowerDeps, TurnFollower } from './follow/types.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn, TurnSnapshot } from './types.js';
 
 /** Notifications waiting for the next animation frame. */
@@ -273,9 +274,9 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertUsable();
       assertId('turnId', turnId);
       let follower = followers.get(turnId);
-      if (follower) follower.reopen();
-      else void boot((follower = createFollower(turnId)));
-      return follower;
+      if (!follower) void boot((follower = createFollower(turnId)));
+      // Each call is a handle of its own: the turn stops when the last one closes.
+      return follower.claim();
     },
 
     conversation(conversationId) {
@@ -301,7 +302,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
 
     async clearStorage() {
       assertUsable();
-      for (const follower of followers.values()) follower.dispose();
+      for (const follower of followers.values()) {
+        follower.dispose();
+        persistence.untrack(follower.id);
+      }
       followers.clear();
       turnBatcher.request();
       await outbox.clear();
@@ -321,8 +325,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     followAccepted(entry, answer) {
       // The turn's row keeps the message: the outbox deletes the entry soon after acceptance.
       if (entry.content !== undefined) persistence.setMessage(answer.turnId, { content: entry.content, operationId: entry.operationId });
-      const turn = client.turn(answer.turnId) as TurnFollower;
-      turn.setOrigin({ conversationId: entry.conversationId, messageId: answer.messageId, operationId: entry.operationId });
+      const turn = client.turn(answer.turnId);
+      followers.get(answer.turnId)?.setOrigin({ conversationId: entry.conversationId, messageId: answer.messageId, operationId: entry.operationId });
       return turn;
     },
 

@@ -64,26 +64,58 @@ export function jitteredDelay(policy: RetryPolicy, step: number, random: () => n
   return Math.floor(random() * Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)));
 }
 
-/** Creates a retry loop following `policy`. */
+/** A retry loop's state as plain data (the follower's machine holds it in its own state). */
+export interface BackoffState {
+  /** Failures since the last progress. */
+  readonly attempt: number;
+  /** Exponential steps taken (a first retry after a healthy connection takes none). */
+  readonly step: number;
+  /** When the first of these failures happened, epoch ms. */
+  readonly startedAt: number;
+}
+
+/** A loop that has not failed yet (also what progress and a revive go back to). */
+export const FRESH_BACKOFF: BackoffState = { attempt: 0, step: 0, startedAt: 0 };
+
+/**
+ * Counts one failure: the next state, and the delay before the next attempt, or
+ * `undefined` when waiting it would pass `maxElapsedMs` since the first failure (give up).
+ * Pure: `now` and `random` are passed in.
+ */
+export function backoffStep(
+  policy: RetryPolicy,
+  state: BackoffState,
+  { afterHealthy, retryAfterMs = 0 }: RetryHint,
+  now: number,
+  random: number,
+): { state: BackoffState; delay: number | undefined } {
+  const attempt = state.attempt + 1;
+  const startedAt = attempt === 1 ? now : state.startedAt;
+  const healthyBlip = attempt === 1 && afterHealthy;
+  const step = healthyBlip ? state.step : state.step + 1;
+  const delay = Math.max(
+    healthyBlip ? Math.floor(random * policy.firstRetryJitterMs) : jitteredDelay(policy, step, () => random),
+    Math.min(retryAfterMs, policy.maxRetryAfterMs),
+  );
+  return { state: { attempt, step, startedAt }, delay: now + delay - startedAt > policy.maxElapsedMs ? undefined : delay };
+}
+
+/** Creates a retry loop following `policy` (the stateful form of {@link backoffStep}). */
 export function createBackoff(policy: RetryPolicy, { random = Math.random, now = Date.now }: BackoffClock = {}): Backoff {
-  let step = 0;
-  let startedAt = 0;
+  let state = FRESH_BACKOFF;
   return {
-    attempt: 0,
+    get attempt() {
+      return state.attempt;
+    },
     reset() {
-      this.attempt = step = 0;
+      state = FRESH_BACKOFF;
     },
-    next({ afterHealthy, retryAfterMs = 0 } = {}) {
-      if (this.attempt++ === 0) startedAt = now();
-      const delay = Math.max(
-        this.attempt === 1 && afterHealthy
-          ? Math.floor(random() * policy.firstRetryJitterMs)
-          : jitteredDelay(policy, ++step, random),
-        Math.min(retryAfterMs, policy.maxRetryAfterMs),
-      );
-      return now() + delay - startedAt > policy.maxElapsedMs ? undefined : delay;
+    next(hint = {}) {
+      const result = backoffStep(policy, state, hint, now(), random());
+      state = result.state;
+      return result.delay;
     },
-  } as Backoff & { attempt: number };
+  };
 }
 
 /**

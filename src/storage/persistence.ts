@@ -89,6 +89,8 @@ export interface Persistence {
    * `meta` answers `undefined` while the row cannot be written yet (conversation unknown).
    */
   track(turnId: string, meta: () => TurnMeta | undefined): void;
+  /** Forgets a disposed follower's description (it must not stay reachable, e.g. after `clearStorage()`). */
+  untrack(turnId: string): void;
   /** Writes the turn's row now (in order with its chunks), e.g. at acceptance. */
   saveTurn(turnId: string): void;
   /** Hot path: buffers one applied event. */
@@ -311,6 +313,7 @@ export function createPersistence(options: PersistenceOptions): Persistence {
     setMessage: (turnId, message) => void messages.set(turnId, message),
     message: (turnId) => messages.get(turnId),
     track: (turnId, meta) => void metas.set(turnId, meta),
+    untrack: (turnId) => void metas.delete(turnId),
     saveTurn(turnId) {
       // lastSeq 0: the store keeps the higher lastSeq of the chunks already written.
       void write(() => {

@@ -70,7 +70,7 @@ describe('turn as an external store', () => {
     expect(after).toEqual([]);
   });
 
-  it('hands out one handle per turn id; close stops following and turn(id) follows again', async () => {
+  it('counts handles per turn id: the turn stops when the last one closes, and turn(id) follows it again', async () => {
     const agent = controlledAgent();
     const server = await startTestServer({ agent: agent.agent });
     cleanup.push(() => server.close());
@@ -78,18 +78,25 @@ describe('turn as an external store', () => {
     const control = await agent.nextTurn();
     const followed = follow(server.baseUrl, answer.turnId);
     cleanup.push(() => followed.client.dispose());
-    expect(followed.client.turn(answer.turnId)).toBe(followed.turn);
+    // A second consumer (another component): its own handle over the same turn.
+    const other = followed.client.turn(answer.turnId);
+    expect(other).not.toBe(followed.turn);
+    expect(other.getSnapshot()).toBe(followed.turn.getSnapshot());
     await control.delta('a');
     await expect.poll(() => followed.turn.getSnapshot().text).toBe('a');
-    followed.turn.close();
-    expect(followed.turn.getSnapshot().connection.state).toBe('idle');
+    // One of two consumers closes: the other still sees the turn move.
+    other.close();
     await control.delta('b');
+    await expect.poll(() => followed.turn.getSnapshot().text).toBe('ab');
+    followed.turn.close();
+    await expect.poll(() => followed.turn.getSnapshot().connection.state).toBe('idle');
+    await control.delta('c');
     await control.end();
-    expect(followed.turn.getSnapshot().text).toBe('a');
-    expect(followed.client.turn(answer.turnId)).toBe(followed.turn);
-    const final = await followed.turn.completed;
-    expect(final.text).toBe('ab');
-    expect(followed.ofType('connect').map((d) => d.lastEventId)).toEqual([0, 2]);
+    expect(followed.turn.getSnapshot().text).toBe('ab');
+    const again = followed.client.turn(answer.turnId);
+    const final = await again.completed;
+    expect(final.text).toBe('abc');
+    expect(followed.ofType('connect').map((d) => d.lastEventId)).toEqual([0, 3]);
   });
 
   it('lists every followed turn in the turns store with a stable array while unchanged', async () => {

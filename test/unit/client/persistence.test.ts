@@ -438,7 +438,7 @@ describe('start-up from storage (row 20, issue 5)', () => {
     const first = createLifeline({ baseUrl: server.baseUrl, storage: store, retry: FAST_RETRY });
     const seam = first as unknown as { followAccepted(entry: { operationId: string; conversationId: string }, accepted: typeof answer): Turn };
     const turn = seam.followAccepted({ operationId: 'op_accepted_0123456789', conversationId: 'conv_accepted' }, answer);
-    expect(turn).toBe(first.turn(answer.turnId));
+    expect(turn.getSnapshot()).toBe(first.turn(answer.turnId).getSnapshot());
     expect(turn.getSnapshot()).toEqual(expect.objectContaining({ conversationId: 'conv_accepted', messageId: answer.messageId }));
     await expect.poll(async () => (await store.loadTurn(answer.turnId))?.record).toEqual(
       expect.objectContaining({ conversationId: 'conv_accepted', operationId: 'op_accepted_0123456789', messageId: answer.messageId }),

@@ -15,9 +15,13 @@ import { follow, type Followed } from './support/follow.js';
 function fakeLocks(refuse = false) {
   const tails = new Map<string, Promise<unknown>>();
   return {
-    request(name: string, callback: () => unknown): Promise<unknown> {
+    // The Web Locks shape: a queued request whose signal aborts is withdrawn, its callback never runs.
+    request(name: string, options: { signal?: AbortSignal }, callback: () => unknown): Promise<unknown> {
       if (refuse) return Promise.reject(new DOMException('Refused.', 'SecurityError'));
-      const result = (tails.get(name) ?? Promise.resolve()).then(callback);
+      const result = (tails.get(name) ?? Promise.resolve()).then(() => {
+        if (options.signal?.aborted) throw new DOMException('Withdrawn.', 'AbortError');
+        return callback();
+      });
       tails.set(name, result.catch(() => {}));
       return result;
     },

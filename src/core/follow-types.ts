@@ -1,0 +1,195 @@
+/**
+ * The follower's machine, as data: every state it can be in, every input that moves it,
+ * every effect it asks for. Read this file first; `follow-machine.ts` is the transition
+ * table over these unions, `follow/` runs the effects.
+ *
+ * Three regions live side by side in one state:
+ * - lifecycle: `following` (the app wants the turn and it was started) and `phase`;
+ * - tab role: `solo` (no tab sharing here), `leader` (streams and relays), `watcher`
+ *   (applies what the leader relays);
+ * - the main loop: `phase`, one request or one wait at a time.
+ */
+import type { LifelineError } from '../errors.js';
+import type { BackoffState, RetryPolicy } from './backoff.js';
+
+/** Where the main loop is. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
+export type Phase =
+  /** Not following (before `start`, or closed): waits for `start`. */
+  | 'idle'
+  /** The browser is offline: waits for `online` (no timer, no request). */
+  | 'offline'
+  /** Another tab streams and relays: the stall timer watches the relay. */
+  | 'watching'
+  /** A stream request is in flight (headers, then the response): stall timer armed. */
+  | 'connecting'
+  /** The stream is open: stall timer armed (events and heartbeats restart it). */
+  | 'streaming'
+  /** Waiting out a backoff delay: retry timer armed. */
+  | 'waiting'
+  /** One replay page is in flight: stall timer armed (a hang counts as a failure). */
+  | 'replaying'
+  /** `turn.end` applied: the integrity check is in flight. */
+  | 'settling'
+  /** Ended (complete, cancelled) or failed: nothing runs. A revivable failure may `revive`. */
+  | 'done';
+
+export type TabRole = 'solo' | 'leader' | 'watcher';
+
+/** Status the app sees (also `TurnStatus` in the public types). */
+export type FollowStatus = 'pending' | 'streaming' | 'reconnecting' | 'stalled' | 'recovering' | 'complete' | 'failed' | 'cancelled';
+
+/** How `turn.end` said the turn ended. */
+export type EndStatus = 'complete' | 'failed' | 'cancelled';
+
+/** The connection as the app sees it. */
+export type ConnectionPhase = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
+
+/** Which request a result belongs to: the main loop's, or the replay `recover()` runs alongside. */
+export type RequestSlot = 'main' | 'alongside';
+
+/** Named timers the runner owns; arming one replaces its previous deadline. */
+export type TimerName = 'stall' | 'retry' | 'alongside';
+
+/** Why the main loop replays instead of streaming. */
+export type ReplayCause = 'start' | 'stall' | 'gap' | 'ended-stream' | 'failures' | 'rebuild' | 'alongside-failed';
+
+/**
+ * What a retry decision needs of a failed request: `retry` after backoff, `auth` (re-read
+ * the headers once), `rebuild` (the server's log is behind our cursor: start from seq 0),
+ * `fatal` (retrying changes nothing).
+ */
+export interface FollowFailure {
+  error: LifelineError;
+  disposition: 'retry' | 'auth' | 'rebuild' | 'fatal';
+  /** The server's `Retry-After`, ms. */
+  retryAfterMs?: number | undefined;
+}
+
+/** Settings the machine reads (the app's options with their defaults applied by the runner). */
+export interface FollowConfig {
+  retry: RetryPolicy;
+  /** The app's own watchdogs, when it set them: they win over the server's heartbeat. */
+  firstEventMs?: number | undefined;
+  idleMs?: number | undefined;
+}
+
+/** The whole machine state: plain data, replaced on every transition. */
+export interface FollowState {
+  readonly phase: Phase;
+  /** Between `start` and `close`/`dispose`. */
+  readonly following: boolean;
+  readonly role: TabRole;
+  readonly online: boolean;
+  /** The main loop replays (pages of the log) instead of streaming. */
+  readonly replay: boolean;
+  /** A `recover()` replay runs next to the main loop. */
+  readonly alongside: boolean;
+  /** `turn.end` is applied: the loop settles the turn (until a rebuild discards it). */
+  readonly ended: boolean;
+  /** At least one event applied (the idle watchdog applies, not the first-event one). */
+  readonly hasEvents: boolean;
+  /** The current attempt (stream or page) applied an event. */
+  readonly progressed: boolean;
+  /** Stream attempts in a row that ended without applying anything. */
+  readonly misses: number;
+  /** The last stream attempt ended by a cut: the next connection's first burst is a resume. */
+  readonly cut: boolean;
+  readonly authRetried: boolean;
+  /** The integrity check already rebuilt the turn once. */
+  readonly rebuilt: boolean;
+  /** `Lifeline-Heartbeat` of the last opened stream, ms. */
+  readonly heartbeatMs: number | undefined;
+  /** Events the running replays applied (reported when they end). */
+  readonly replayed: number;
+  readonly alongsideReplayed: number;
+  readonly backoff: BackoffState;
+  readonly status: FollowStatus;
+  readonly connection: ConnectionPhase;
+  /** When the retry timer fires (epoch ms), while `waiting`. */
+  readonly nextRetryAt: number | undefined;
+  /** A failure that may pass (network, auth): `revive` follows the turn again. */
+  readonly revivable: boolean;
+  readonly error: LifelineError | undefined;
+}
+
+/** Everything that can happen to a follower. Results of requests name their slot. */
+export type FollowInput =
+  /** What storage held, before any network: events (maybe up to `turn.end`), or a final folded turn. */
+  | { kind: 'restored'; hasEvents: boolean; ended: boolean; final?: { status: EndStatus; error: LifelineError | undefined } }
+  | { kind: 'start'; replayFirst: boolean }
+  | { kind: 'close' }
+  | { kind: 'revive' }
+  | { kind: 'recover' }
+  | { kind: 'online' }
+  | { kind: 'offline' }
+  | { kind: 'resume' }
+  | { kind: 'role'; role: TabRole }
+  /** The stream answered 200 text/event-stream. */
+  | { kind: 'opened'; lastEventId: number; heartbeatMs: number | undefined }
+  /** The first event an attempt (stream, page or relay) applied; later ones are not reported. */
+  | { kind: 'progress'; from: 'stream' | 'replay' | 'relay'; seq: number }
+  /** Events are missing before the one that arrived (or the leader is ahead): fill them from the log. */
+  | { kind: 'gap' }
+  /** `turn.end` was applied. */
+  | { kind: 'ended' }
+  /** The stream answered 204: the turn ended with nothing after our cursor. */
+  | { kind: 'no-content' }
+  /** A request ended in a failure (a cut is one: `closed` when it closed cleanly before `turn.end`). */
+  | { kind: 'failed'; slot: RequestSlot; failure: FollowFailure; closed?: boolean }
+  /** A replay page was applied; `more` when the log holds more after it. */
+  | { kind: 'page'; slot: RequestSlot; applied: number; more: boolean }
+  | { kind: 'timer'; timer: TimerName; silentMs: number }
+  /** The integrity check's answer. */
+  | { kind: 'verified'; matches: boolean; status: EndStatus; expectedLength: number; actualLength: number };
+
+/** Diagnostics the machine decides on; the runner stamps `at` and `turnId`. */
+export type FollowNotice =
+  | { type: 'recovering' }
+  | { type: 'recovered'; path: 'resume' | 'replay'; events: number }
+  | { type: 'stalled'; watchdog: 'first-event' | 'idle'; silentMs: number }
+  | { type: 'disconnect'; cause: LifelineError }
+  | { type: 'retry'; scope: 'stream' | 'replay'; attempt: number; delayMs: number; cause: LifelineError }
+  | { type: 'open'; status: number }
+  | { type: 'resumed'; fromSeq: number }
+  | { type: 'auth-refresh' }
+  | { type: 'protocol-error'; error: LifelineError }
+  | { type: 'integrity-mismatch'; expectedLength: number; actualLength: number }
+  | { type: 'completed'; status: EndStatus }
+  | { type: 'failed'; scope: 'stream' | 'replay'; error: LifelineError };
+
+/** What the machine asks the runner to do, in order. Plain data. */
+export type FollowEffect =
+  | { kind: 'open-stream' }
+  | { kind: 'fetch-page'; slot: RequestSlot }
+  | { kind: 'abort'; slot: RequestSlot }
+  /** `fresh`: silence is counted from now (a new request); else from the last sound heard. */
+  | { kind: 'arm'; timer: TimerName; ms: number; fresh?: boolean }
+  | { kind: 'clear'; timer: TimerName }
+  | { kind: 'say'; notice: FollowNotice }
+  /** Leave the tabs sharing this turn (the runner joins them before `start`; the role arrives as an input). */
+  | { kind: 'leave' }
+  /** Check the ended turn's text against `turn.end`. */
+  | { kind: 'verify' }
+  /** Throw the local copy away (a rebuild replays from seq 0). */
+  | { kind: 'discard' }
+  /** Store the ended turn as one folded row. */
+  | { kind: 'fold'; error?: LifelineError }
+  /** Resolve whoever waits for the running replay (`start(true)`, `recover()`). */
+  | { kind: 'release' }
+  /** The turn reached `done` (or left it by `revive`). */
+  | { kind: 'settle' }
+  | { kind: 'unsettle' };
+
+/** One step of the machine. */
+export interface Transition {
+  state: FollowState;
+  effects: FollowEffect[];
+}
+
+/** What a transition may read besides the state: time and randomness, passed in so it stays pure. */
+export interface FollowEnv {
+  now: number;
+  /** Uniform in [0, 1), for backoff jitter. */
+  random: number;
+  config: FollowConfig;
+}

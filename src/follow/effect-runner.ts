@@ -1,0 +1,58 @@
+/**
+ * The follower's timers and requests, each owned by name. Arming a timer replaces its
+ * previous deadline; beginning a request aborts the one before it in the same slot; a
+ * result is acted on only while its request is still the slot's current one. So no
+ * timer or request outlives the state that asked for it.
+ */
+import type { RequestSlot, TimerName } from '../core/follow-types.js';
+
+export interface EffectRunner {
+  /** Sets `name` to fire `onFire` in `ms`, replacing any earlier deadline of that name. */
+  arm(name: TimerName, ms: number, onFire: () => void): void;
+  clear(name: TimerName): void;
+  /** When `name` was last armed (epoch ms). */
+  armedAt(name: TimerName): number;
+  /** A fresh request in `slot` (the previous one is aborted). */
+  begin(slot: RequestSlot): AbortController;
+  abort(slot: RequestSlot): void;
+  /** `controller` is still the current request of `slot` and was not aborted. */
+  current(slot: RequestSlot, controller: AbortController): boolean;
+  /** Every timer cleared, every request aborted. */
+  clearAll(): void;
+}
+
+export function createEffectRunner(now: () => number): EffectRunner {
+  const timers = new Map<TimerName, { handle: ReturnType<typeof setTimeout>; at: number }>();
+  const requests = new Map<RequestSlot, AbortController>();
+  const runner: EffectRunner = {
+    arm(name, ms, onFire) {
+      runner.clear(name);
+      const handle = setTimeout(() => {
+        timers.delete(name);
+        onFire();
+      }, ms);
+      timers.set(name, { handle, at: now() });
+    },
+    clear(name) {
+      clearTimeout(timers.get(name)?.handle);
+      timers.delete(name);
+    },
+    armedAt: (name) => timers.get(name)?.at ?? now(),
+    begin(slot) {
+      runner.abort(slot);
+      const controller = new AbortController();
+      requests.set(slot, controller);
+      return controller;
+    },
+    abort(slot) {
+      requests.get(slot)?.abort();
+      requests.delete(slot);
+    },
+    current: (slot, controller) => requests.get(slot) === controller && !controller.signal.aborted,
+    clearAll() {
+      for (const name of [...timers.keys()]) runner.clear(name);
+      for (const slot of [...requests.keys()]) runner.abort(slot);
+    },
+  };
+  return runner;
+}

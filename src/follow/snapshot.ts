@@ -1,0 +1,45 @@
+/** The immutable views of a followed turn: the app's snapshot and the storage row's description. */
+import type { FollowState } from '../core/follow-types.js';
+import { turnText, type TurnState } from '../core/turn-reducer.js';
+import type { TurnMeta } from '../storage/persistence.js';
+import type { ConnectionInfo, RecoveryInfo, StallInfo, TurnSnapshot } from '../types.js';
+import type { TurnOrigin } from './types.js';
+
+/** `value` frozen, without its undefined members (optional fields are absent, never undefined). */
+function frozen<T>(value: { [K in keyof T]: T[K] | undefined }): T {
+  for (const key in value) if (value[key] === undefined) delete value[key];
+  return Object.freeze(value) as T;
+}
+
+/** The snapshot the app reads: a pure function of the applied events and the machine's state. */
+export function buildSnapshot(
+  id: string,
+  turn: TurnState,
+  machine: FollowState,
+  origin: TurnOrigin,
+  recovered: RecoveryInfo | undefined,
+  stall: StallInfo | undefined,
+): TurnSnapshot {
+  return frozen<TurnSnapshot>({
+    id,
+    conversationId: turn.conversationId ?? origin.conversationId,
+    messageId: turn.messageId ?? origin.messageId,
+    status: machine.status,
+    text: turnText(turn),
+    actions: turn.actions,
+    lastSeq: turn.lastSeq,
+    error: machine.error,
+    endError: turn.end?.error,
+    connection: frozen<ConnectionInfo>({ state: machine.connection, attempt: machine.backoff.attempt, nextRetryAt: machine.nextRetryAt }),
+    recovered,
+    stall,
+  });
+}
+
+/** The turn's storage row, or `undefined` until the conversation is known (turn.start or acceptance). */
+export function describeTurn(turn: TurnState, origin: TurnOrigin, status: TurnMeta['status'], createdAt: number): TurnMeta | undefined {
+  const conversationId = turn.conversationId ?? origin.conversationId;
+  return conversationId === undefined
+    ? undefined
+    : frozen<TurnMeta>({ conversationId, messageId: turn.messageId ?? origin.messageId, operationId: origin.operationId, status, createdAt });
+}

@@ -1,0 +1,99 @@
+/**
+ * One network stream per turn across the tabs of an origin (FAULTS.md row 25). The tab
+ * holding the turn's Web Lock leads: it streams and relays every event it applies
+ * (whatever brought it: stream or replay) on a BroadcastChannel; the others watch and
+ * apply what it relays like their own stream. The browser hands the lock on when the
+ * leader closes. Without Web Locks or BroadcastChannel there is no sharing: every tab
+ * streams alone (`solo`).
+ *
+ * Messages on the channel: `0` = "I follow this turn", `1` = "so do I" (the answer),
+ * `[lastSeq, data[]]` = a relayed batch and the cursor it led to.
+ */
+
+/** What the follower hears from the other tabs. */
+export interface TurnShareHandlers {
+  /** This tab leads: it got the lock (`shared`), or the lock manager refused and it streams alone. */
+  onLead(shared: boolean): void;
+  /** A batch the leader relayed (raw event data, in order) and the leader's cursor after it. */
+  onBatch(lastSeq: number, batch: readonly string[]): void;
+  /** A post that is not a batch (same-origin, but still input). */
+  onBadBatch(): void;
+}
+
+/** This tab's membership of a turn's group. */
+export interface TurnShare {
+  /**
+   * Relays an applied event (its raw data, or the event itself when it came by replay;
+   * `undefined`: a heartbeat, which keeps the watchers' watchdogs quiet) once this task
+   * ends, batched with the others of the task.
+   */
+  relay(lastSeq: () => number, data?: string | object): void;
+  /** Leaves the group: lets the lock go (or withdraws the queued request). */
+  leave(): void;
+}
+
+/**
+ * Joins the tabs following `name`; `undefined` where tabs cannot share (no Web Locks or no
+ * BroadcastChannel; happy-dom and some embedded browsers expose `navigator.locks` as null).
+ * Until `onLead`, the tab watches.
+ */
+export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnShare | undefined {
+  const locks = globalThis.navigator?.locks;
+  if (!locks || !globalThis.BroadcastChannel) return undefined;
+  const channel = new BroadcastChannel(name);
+  const withdraw = new AbortController();
+  let leading = false;
+  let left = false;
+  let release: (() => void) | undefined;
+  /** Another tab follows this turn: only then is relaying (a structured clone per batch) worth it. */
+  let watched = false;
+  let outgoing: string[] | undefined;
+
+  channel.onmessage = ({ data }: MessageEvent<unknown>) => {
+    if (typeof data === 'number') {
+      watched = true;
+      if (!data) channel.postMessage(1);
+      // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
+    } else if (!leading) {
+      const [lastSeq, batch] = Array.isArray(data) ? (data as unknown[]) : [];
+      if (typeof lastSeq !== 'number' || !Array.isArray(batch) || !batch.every((item) => typeof item === 'string')) return handlers.onBadBatch();
+      handlers.onBatch(lastSeq, batch as string[]);
+    }
+  };
+  channel.postMessage(0);
+  const lead = (shared: boolean): void => {
+    if (left) return;
+    leading = true;
+    handlers.onLead(shared);
+  };
+  locks
+    .request(name, { signal: withdraw.signal }, () => {
+      // Granted after this tab left (the abort came too late to withdraw it): handed on at once.
+      if (left) return;
+      lead(true);
+      return new Promise<void>((resolve) => (release = resolve));
+    })
+    // Withdrawn by `leave`, or the lock manager refused (a sandboxed frame): then stream alone.
+    .catch(() => lead(false));
+
+  return {
+    relay(lastSeq, data) {
+      if (!watched || !leading) return;
+      if (!outgoing) {
+        outgoing = [];
+        queueMicrotask(() => {
+          if (!left) channel.postMessage([lastSeq(), outgoing]);
+          outgoing = undefined;
+        });
+      }
+      if (data !== undefined) outgoing.push(typeof data === 'string' ? data : JSON.stringify(data));
+    },
+    leave() {
+      if (left) return;
+      left = true;
+      withdraw.abort();
+      release?.();
+      channel.close();
+    },
+  };
+}
