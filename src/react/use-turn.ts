@@ -1,21 +1,39 @@
 import { useMemo } from 'react';
 import type { Turn, TurnSnapshot } from '../types.js';
 import { useLifeline } from './context.js';
-import { lazyStore, useLazy } from './store.js';
+import { useLazy } from './store.js';
 
 /**
  * Follows one turn and returns its snapshot (`undefined` before mount, on the server,
- * and while `turnId` is undefined). The client hands out one handle per id, so any
- * number of components (and StrictMode's double mount) share one connection. Unmounting
- * does not close the turn: other views may still show it.
+ * and while `turnId` is undefined). Each mounted hook holds a handle of its own
+ * (`client.turn(id)`), taken when it subscribes and closed when it unmounts: the turn
+ * keeps streaming while any view shows it and stops after the last one goes. Views of one
+ * turn share one connection, StrictMode's remount included.
  */
 export function useTurn(turnId: string | undefined): TurnSnapshot | undefined {
   const client = useLifeline();
-  const store = useMemo(
-    () => (turnId === undefined ? IDLE : lazyStore<Turn, TurnSnapshot>(() => client.turn(turnId))),
-    [client, turnId],
-  );
+  const store = useMemo(() => (turnId === undefined ? IDLE : heldTurn(() => client.turn(turnId))), [client, turnId]);
   return useLazy(store);
+}
+
+/** A turn handle held while the store has subscribers: opened by the first, closed after the last. */
+function heldTurn(open: () => Turn) {
+  let handle: Turn | undefined;
+  let subscribers = 0;
+  return {
+    subscribe(listener: () => void): () => void {
+      const held = (handle ??= open());
+      subscribers++;
+      const unsubscribe = held.subscribe(listener);
+      return () => {
+        unsubscribe();
+        if (--subscribers > 0) return;
+        held.close();
+        handle = undefined;
+      };
+    },
+    getSnapshot: (): TurnSnapshot | undefined => handle?.getSnapshot(),
+  };
 }
 
 const IDLE = { subscribe: () => () => {}, getSnapshot: (): undefined => undefined };

@@ -113,6 +113,75 @@ describe('tabs share one stream per turn', () => {
     expect(watcher.ofType('failed')).toEqual([]);
   });
 
+  it('the leader relays what it applied by replay too: a watcher makes no request of its own', async () => {
+    vi.stubGlobal('navigator', { locks: fakeLocks() });
+    const posted: unknown[] = [];
+    const post = BroadcastChannel.prototype.postMessage;
+    vi.spyOn(BroadcastChannel.prototype, 'postMessage').mockImplementation(function (this: BroadcastChannel, message: unknown) {
+      posted.push(message);
+      post.call(this, message);
+    });
+    const { server, turnId, control } = await rig();
+    await control.delta('made ');
+    await control.delta('while ');
+    // The leader's first stream says 204, so it replays; its replay waits until the watcher has joined.
+    let watcherJoined!: () => void;
+    const joined = new Promise<void>((resolve) => (watcherJoined = resolve));
+    const leaderRequests: string[] = [];
+    const leader = follow(server.baseUrl, turnId, {
+      namespace: 'relay',
+      fetch: async (input, init) => {
+        const url = String(input);
+        leaderRequests.push(url);
+        if (url.endsWith('/events') && leaderRequests.length === 1) return new Response(null, { status: 204 });
+        if (!url.endsWith('/events')) await joined;
+        return fetch(input, init);
+      },
+    });
+    cleanup.push(() => leader.client.dispose());
+    await expect.poll(() => roles(leader)).toEqual(['leader']);
+    const watcherRequests: string[] = [];
+    const watcher = follow(server.baseUrl, turnId, {
+      namespace: 'relay',
+      fetch: (input, init) => (watcherRequests.push(String(input)), fetch(input, init)),
+    });
+    cleanup.push(() => watcher.client.dispose());
+    // The leader answered the watcher's hello: it knows it is watched.
+    await expect.poll(() => posted).toContain(1);
+    watcherJoined();
+    // What the leader replayed reaches the watcher by relay, not by a replay of its own.
+    await expect.poll(() => watcher.turn.getSnapshot().text).toBe('made while ');
+    expect(leader.ofType('recovered').map((d) => d.path)).toEqual(['replay']);
+    expect(watcherRequests).toEqual([]);
+    expect(roles(watcher)).toEqual(['watcher']);
+    await control.delta('away');
+    await control.end();
+    const [a, b] = await Promise.all([leader.turn.completed, watcher.turn.completed]);
+    expect([a.text, b.text]).toEqual(['made while away', 'made while away']);
+  });
+
+  it('a tab that stops following before its turn came withdraws its lock request: it never leads later', async () => {
+    vi.stubGlobal('navigator', { locks: fakeLocks() });
+    const { control, tab } = await rig();
+    const firstStreams: Stream[] = [];
+    const secondStreams: Stream[] = [];
+    const first = tab(firstStreams);
+    await expect.poll(() => roles(first)).toEqual(['leader']);
+    const second = tab(secondStreams);
+    await control.delta('x');
+    await expect.poll(() => second.turn.getSnapshot().text).toBe('x');
+    // The watcher closes while queued for the lock, then the leader goes: the lock must not wake the closed tab.
+    second.turn.close();
+    await expect.poll(() => second.turn.getSnapshot().connection.state).toBe('idle');
+    first.turn.close();
+    await control.delta('y');
+    await control.end();
+    await expect.poll(() => first.turn.getSnapshot().connection.state).toBe('idle');
+    expect(roles(second)).toEqual(['watcher']);
+    expect(secondStreams).toEqual([]);
+    expect(second.turn.getSnapshot().text).toBe('x');
+  });
+
   it('where the lock manager refuses, every tab streams alone', async () => {
     vi.stubGlobal('navigator', { locks: fakeLocks(true) });
     const { server, turnId, control, tab } = await rig();

@@ -95,6 +95,57 @@ describe('hooks over the real client', () => {
     expect(requests.filter((r) => r.startsWith('POST'))).toHaveLength(0);
   });
 
+  it('useTurn counts its views: unmounting one keeps the turn streaming for the other, on the same stream', async () => {
+    const handler = createLifelineHandler({ agent: textAgent(TEXT, { chunk: 2, delayMs: 15 }), basePath: '/api' });
+    const requests: string[] = [];
+    const client = createLifeline({
+      baseUrl: 'http://lifeline.test/api',
+      storage: 'memory',
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        requests.push(`${request.method} ${new URL(request.url).pathname}`);
+        return handler(request);
+      },
+    });
+    rig = { client, handler, requests };
+    const turnId = await submit(handler, 'views');
+    const views = (count: number) => (
+      <StrictMode>
+        <LifelineProvider client={client}>
+          {Array.from({ length: count }, (_, i) => (
+            <Answer key={i} turnId={turnId} />
+          ))}
+        </LifelineProvider>
+      </StrictMode>
+    );
+    const view = render(views(2));
+    await waitFor(() => expect(screen.getAllByTestId('answer')[0]!.textContent!.length).toBeGreaterThan(4));
+    // One of two views goes: the other still sees the whole turn, on the same one stream.
+    view.rerender(views(1));
+    await waitFor(() => expect(screen.getByTestId('answer').dataset['status']).toBe('complete'));
+    expect(screen.getByTestId('answer').textContent).toBe(TEXT);
+    expect(requests.filter((r) => r.endsWith(`/turns/${turnId}/events`))).toHaveLength(1);
+  });
+
+  it('useTurn stops the turn when its last view unmounts', async () => {
+    const handler = createLifelineHandler({ agent: textAgent(TEXT, { chunk: 1, delayMs: 30 }), basePath: '/api' });
+    const client = createLifeline({ baseUrl: 'http://lifeline.test/api', storage: 'memory', fetch: async (input, init) => handler(new Request(input, init)) });
+    rig = { client, handler, requests: [] };
+    const turnId = await submit(handler, 'last');
+    const view = render(
+      <LifelineProvider client={client}>
+        <Answer turnId={turnId} />
+      </LifelineProvider>,
+    );
+    await waitFor(() => expect(screen.getByTestId('answer').dataset['status']).toBe('streaming'));
+    view.unmount();
+    const watcher = client.turns.getSnapshot().find((turn) => turn.id === turnId);
+    expect(watcher).toBeDefined();
+    await waitFor(() => expect(client.turns.getSnapshot().find((turn) => turn.id === turnId)?.connection.state).toBe('idle'));
+    const stoppedAt = client.turns.getSnapshot().find((turn) => turn.id === turnId)!.lastSeq;
+    expect(stoppedAt).toBeLessThan(TEXT.length);
+  });
+
   it('useConversation lists a followed turn of its conversation, and not of another', async () => {
     const { client, handler } = createRig();
     const mine = await submit(handler, 'mine');
