@@ -3,7 +3,22 @@
  * injected `random` and `now`, so its envelope can be property-tested.
  */
 import { LifelineError } from '../errors.js';
-import type { RetryOptions } from '../types.js';
+
+/** Retry timing for reconnects, replays and submissions. */
+export interface RetryOptions {
+  /** Random spread of the first reconnect after a healthy connection, ms. Default 100. */
+  firstRetryJitterMs?: number;
+  /** First backoff step, ms. Default 250. */
+  initialDelayMs?: number;
+  /** Cap of one backoff step, ms. Default 10 000. */
+  maxDelayMs?: number;
+  /** Multiplier per attempt. Default 2. */
+  factor?: number;
+  /** Give up (visibly) when retrying this long without progress, ms. Default 300 000 (5 min). */
+  maxElapsedMs?: number;
+  /** Largest `Retry-After` honoured, ms. Default 60 000. */
+  maxRetryAfterMs?: number;
+}
 
 /** {@link RetryOptions} with every default filled in. */
 export type RetryPolicy = Readonly<Required<RetryOptions>>;
