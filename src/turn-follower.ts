@@ -17,7 +17,8 @@ import { cancelAnswerSchema, replayAnswerSchema, type TurnEvent } from './protoc
 import type { Persistence, TurnMeta } from './storage/persistence.js';
 import type { LoadedTurn, TurnStatus } from './storage/store.js';
 import { isEndedStatus } from './storage/records.js';
-import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure, type FailureDisposition } from './transport/http.js';
+import { thrownFailure as networkFailure, type Failure, type FailureDisposition } from './core/failure-policy.js';
+import { endpoint, failureFromResponse, requestJson } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
 import { limitBody, streamLimitsFor } from './transport/sse-connection.js';
 import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, LimitOptions, RecoveryInfo, RecoveryPath, StallInfo, StallOptions, Turn, TurnSnapshot } from './types.js';
