@@ -79,6 +79,11 @@ export function jitteredDelay(policy: RetryPolicy, step: number, random: () => n
   return Math.floor(random() * Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)));
 }
 
+/** The wait before retry step `step`: its jittered delay, or the server's `Retry-After` (up to `maxRetryAfterMs`) when that is longer. */
+export function retryDelay(policy: RetryPolicy, step: number, random: () => number, retryAfterMs = 0): number {
+  return Math.max(jitteredDelay(policy, step, random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
+}
+
 /** Creates a retry loop following `policy`. */
 export function createBackoff(policy: RetryPolicy, { random = Math.random, now = Date.now }: BackoffClock = {}): Backoff {
   let step = 0;
@@ -90,12 +95,10 @@ export function createBackoff(policy: RetryPolicy, { random = Math.random, now =
     },
     next({ afterHealthy, retryAfterMs = 0 } = {}) {
       if (this.attempt++ === 0) startedAt = now();
-      const delay = Math.max(
+      const delay =
         this.attempt === 1 && afterHealthy
-          ? Math.floor(random() * policy.firstRetryJitterMs)
-          : jitteredDelay(policy, ++step, random),
-        Math.min(retryAfterMs, policy.maxRetryAfterMs),
-      );
+          ? Math.max(Math.floor(random() * policy.firstRetryJitterMs), Math.min(retryAfterMs, policy.maxRetryAfterMs))
+          : retryDelay(policy, ++step, random, retryAfterMs);
       return now() + delay - startedAt > policy.maxElapsedMs ? undefined : delay;
     },
   } as Backoff & { attempt: number };
