@@ -92,7 +92,6 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
   let stopped = false;
 
   const write = (take: () => TurnWrite[]): Promise<void> => queueWrite(store, take);
-
   const take = (): TurnWrite[] => {
     const items: TurnWrite[] = [];
     for (const [turnId, events] of takeUpTo(buffers, maxWriteEvents)) {
@@ -101,14 +100,12 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     }
     return items;
   };
-
   const drop = (turnId: string): TurnEvent[] => {
     const events = buffers.get(turnId) ?? [];
     buffered -= events.length;
     buffers.delete(turnId);
     return events;
   };
-
   const schedule = (): void => {
     timer ??= setTimeout(() => {
       timer = undefined;
@@ -116,12 +113,9 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     }, flushMs);
   };
 
-  /**
-   * The write loop: one capped write, then another while a full flush is buffered (or an
-   * explicit flush wants everything). Each write is its own step on the store's queue, so
-   * folds and loads queued meanwhile run between writes. A remainder below `flushEvents`
-   * waits for the timer.
-   */
+  // The write loop: one capped write, then more while a full flush is buffered (or a flush
+  // wants everything). Each write is its own step on the store's queue, so folds and loads
+  // queued meanwhile run between writes. A remainder below `flushEvents` waits for the timer.
   const startPump = (): Promise<void> => {
     clearTimeout(timer);
     timer = undefined;
