@@ -30,11 +30,12 @@ export const KB = 1024;
  * kept (and the outbox's synchronous journal added). docs/size.md measures what each
  * behaviour costs: removing every one of them but the outbox still leaves the client
  * above 12 kB, so the target needs a product decision. Until then the enforced figure is
- * a ceiling just above today's size, so any growth fails the tests, and the table keeps
- * printing the target so the gap stays visible.
+ * a ceiling against accidental growth, and the table keeps printing the target so the gap
+ * stays visible. Issue 15 (readability before bytes: the code split by concept, one
+ * failure policy, one leader election) moved the ceiling from 18.5 to 20 kB.
  */
 export const BUDGETS = {
-  'lifeline (without zod)': 18.5 * KB,
+  'lifeline (without zod)': 20 * KB,
   'lifeline/react': 2 * KB,
 };
 

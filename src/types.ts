@@ -4,9 +4,12 @@
  */
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
-import type { ActionState, OutboxRecord, Store, TurnStatus } from './storage/store.js';
+import type { ActionState, OutboxRecord, TurnStatus } from './core/domain.js';
+import type { RetryOptions } from './core/backoff.js';
+import type { Store } from './storage/store.js';
 
-export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './storage/store.js';
+export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
+export type { RetryOptions } from './core/backoff.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
 export interface Subscribable<T> {
@@ -89,22 +92,6 @@ export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEve
   cancel(): Promise<void>;
   /** Stops following this turn (storage keeps what arrived); `client.turn(id)` follows it again. */
   close(): void;
-}
-
-/** Retry timing for reconnects, replays and submissions. */
-export interface RetryOptions {
-  /** Random spread of the first reconnect after a healthy connection, ms. Default 100. */
-  firstRetryJitterMs?: number;
-  /** First backoff step, ms. Default 250. */
-  initialDelayMs?: number;
-  /** Cap of one backoff step, ms. Default 10 000. */
-  maxDelayMs?: number;
-  /** Multiplier per attempt. Default 2. */
-  factor?: number;
-  /** Give up (visibly) when retrying this long without progress, ms. Default 300 000 (5 min). */
-  maxElapsedMs?: number;
-  /** Largest `Retry-After` honoured, ms. Default 60 000. */
-  maxRetryAfterMs?: number;
 }
 
 /** Stall watchdogs (see the stall issue). */

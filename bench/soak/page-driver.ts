@@ -78,11 +78,18 @@ async function storedText(namespace: string, turnId: string): Promise<{ text: st
   }
 }
 
-function start(config: DriverConfig): void {
-  if (location.origin !== config.origin) return;
-  const session = Number(sessionStorage.getItem('soak-session') ?? '0') + 1;
-  sessionStorage.setItem('soak-session', String(session));
-  const { tab } = config;
+/** What the driver's parts share within one page load. */
+interface PageLoad {
+  client: LifelineClient;
+  tab: string;
+  session: number;
+  record: (message: SoakMessage) => void;
+  /** Turns followed in this load. */
+  followed: Set<string>;
+}
+
+/** Sends messages to the soak through its binding (kept while the binding is not there yet), and every uncaught error with them. */
+function createRecord(tab: string, session: number): (message: SoakMessage) => void {
   const backlog: SoakMessage[] = [];
   const record = (message: SoakMessage): void => {
     // The binding exists from the first script on; the backlog only covers a miss.
@@ -98,49 +105,43 @@ function start(config: DriverConfig): void {
     record({ k: 'error', tab, session, message: `unhandled rejection: ${String((event.reason as Error)?.stack ?? event.reason)}` });
   });
   addEventListener('error', (event) => record({ k: 'error', tab, session, message: `uncaught: ${event.message}` }));
+  return record;
+}
 
-  const client: LifelineClient = createLifeline({
-    baseUrl: '/api',
-    namespace: config.namespace,
-    retry: { firstRetryJitterMs: 50, initialDelayMs: 100, maxDelayMs: 1000 },
-    stall: { firstEventMs: config.firstEventMs, idleMs: config.idleMs },
-    outbox: { timeoutMs: 5000 },
-  });
-  const followed = new Set<string>();
+/** Follows a turn once per load: its attach baseline, every event it applies, and how it ends. */
+function follow({ client, tab, session, record, followed }: PageLoad, turnId: string): void {
+  if (followed.has(turnId)) return;
+  followed.add(turnId);
+  const turn = client.turn(turnId);
+  record({ k: 'attach', tab, session, turnId, baseline: turn.getSnapshot().lastSeq });
+  void (async () => {
+    for await (const event of turn) record({ k: 'applied', tab, session, turnId, seq: event.seq, event: canonicalJson(event) });
+  })().catch((error: unknown) => record({ k: 'error', tab, session, message: `iterator of ${turnId}: ${String(error)}` }));
+  turn.completed.then(
+    async (snapshot) => {
+      record({
+        k: 'done',
+        tab,
+        session,
+        turnId,
+        status: snapshot.status,
+        lastSeq: snapshot.lastSeq,
+        textLength: snapshot.text.length,
+        sha: await sha256Hex(snapshot.text),
+        ...(snapshot.error ? { error: `${snapshot.error.code}: ${snapshot.error.message}` } : {}),
+      });
+    },
+    (error: unknown) => record({ k: 'error', tab, session, message: `completed of ${turnId} rejected: ${String(error)}` }),
+  );
+}
 
-  const follow = (turnId: string): void => {
-    if (followed.has(turnId)) return;
-    followed.add(turnId);
-    const turn = client.turn(turnId);
-    record({ k: 'attach', tab, session, turnId, baseline: turn.getSnapshot().lastSeq });
-    void (async () => {
-      for await (const event of turn) record({ k: 'applied', tab, session, turnId, seq: event.seq, event: canonicalJson(event) });
-    })().catch((error: unknown) => record({ k: 'error', tab, session, message: `iterator of ${turnId}: ${String(error)}` }));
-    turn.completed.then(
-      async (snapshot) => {
-        record({
-          k: 'done',
-          tab,
-          session,
-          turnId,
-          status: snapshot.status,
-          lastSeq: snapshot.lastSeq,
-          textLength: snapshot.text.length,
-          sha: await sha256Hex(snapshot.text),
-          ...(snapshot.error ? { error: `${snapshot.error.code}: ${snapshot.error.message}` } : {}),
-        });
-      },
-      (error: unknown) => record({ k: 'error', tab, session, message: `completed of ${turnId} rejected: ${String(error)}` }),
-    );
-  };
-
-  const followKnown = () => {
-    for (const snapshot of client.turns.getSnapshot()) follow(snapshot.id);
-  };
-  client.diagnostics.subscribe((diagnostic: Diagnostic) => {
+/** Follows accepted turns, reports recoveries (a reload's jump from storage too) and the diagnostics worth a look. */
+function watchDiagnostics(load: PageLoad): void {
+  const { tab, session, record, followed } = load;
+  load.client.diagnostics.subscribe((diagnostic: Diagnostic) => {
     switch (diagnostic.type) {
       case 'accepted':
-        follow(diagnostic.turnId);
+        follow(load, diagnostic.turnId);
         break;
       case 'recovered':
         // A reload recovery of a turn already followed is a jump from storage; `events` is its lastSeq then.
@@ -161,16 +162,36 @@ function start(config: DriverConfig): void {
         break;
     }
   });
+}
+
+function start(config: DriverConfig): void {
+  if (location.origin !== config.origin) return;
+  const session = Number(sessionStorage.getItem('soak-session') ?? '0') + 1;
+  sessionStorage.setItem('soak-session', String(session));
+  const { tab } = config;
+  const record = createRecord(tab, session);
+  const client: LifelineClient = createLifeline({
+    baseUrl: '/api',
+    namespace: config.namespace,
+    retry: { firstRetryJitterMs: 50, initialDelayMs: 100, maxDelayMs: 1000 },
+    stall: { firstEventMs: config.firstEventMs, idleMs: config.idleMs },
+    outbox: { timeoutMs: 5000 },
+  });
+  const load: PageLoad = { client, tab, session, record, followed: new Set() };
+  const followKnown = () => {
+    for (const snapshot of client.turns.getSnapshot()) follow(load, snapshot.id);
+  };
+  watchDiagnostics(load);
 
   window.__soak = {
     send(conversationId, index) {
       const submission = client.conversation(conversationId).send({ soak: index });
       submission.accepted.then(
-        (turn) => follow(turn.id),
+        (turn) => follow(load, turn.id),
         (error: unknown) => record({ k: 'error', tab, session, message: `submission ${index} failed: ${String(error)}` }),
       );
     },
-    follow,
+    follow: (turnId) => follow(load, turnId),
     outboxSize: () => client.outbox.getSnapshot().filter((entry) => entry.state !== 'accepted').length,
     async verify(turnId) {
       const turn = client.turn(turnId);

@@ -3,7 +3,22 @@
  * injected `random` and `now`, so its envelope can be property-tested.
  */
 import { LifelineError } from '../errors.js';
-import type { RetryOptions } from '../types.js';
+
+/** Retry timing for reconnects, replays and submissions. */
+export interface RetryOptions {
+  /** Random spread of the first reconnect after a healthy connection, ms. Default 100. */
+  firstRetryJitterMs?: number;
+  /** First backoff step, ms. Default 250. */
+  initialDelayMs?: number;
+  /** Cap of one backoff step, ms. Default 10 000. */
+  maxDelayMs?: number;
+  /** Multiplier per attempt. Default 2. */
+  factor?: number;
+  /** Give up (visibly) when retrying this long without progress, ms. Default 300 000 (5 min). */
+  maxElapsedMs?: number;
+  /** Largest `Retry-After` honoured, ms. Default 60 000. */
+  maxRetryAfterMs?: number;
+}
 
 /** {@link RetryOptions} with every default filled in. */
 export type RetryPolicy = Readonly<Required<RetryOptions>>;
@@ -64,6 +79,11 @@ export function jitteredDelay(policy: RetryPolicy, step: number, random: () => n
   return Math.floor(random() * Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)));
 }
 
+/** The wait before retry step `step`: its jittered delay, or the server's `Retry-After` (up to `maxRetryAfterMs`) when that is longer. */
+export function retryDelay(policy: RetryPolicy, step: number, random: () => number, retryAfterMs = 0): number {
+  return Math.max(jitteredDelay(policy, step, random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
+}
+
 /** A retry loop's state as plain data (the follower's machine holds it in its own state). */
 export interface BackoffState {
   /** Failures since the last progress. */
@@ -93,10 +113,9 @@ export function backoffStep(
   const startedAt = attempt === 1 ? now : state.startedAt;
   const healthyBlip = attempt === 1 && afterHealthy;
   const step = healthyBlip ? state.step : state.step + 1;
-  const delay = Math.max(
-    healthyBlip ? Math.floor(random * policy.firstRetryJitterMs) : jitteredDelay(policy, step, () => random),
-    Math.min(retryAfterMs, policy.maxRetryAfterMs),
-  );
+  const delay = healthyBlip
+    ? Math.max(Math.floor(random * policy.firstRetryJitterMs), Math.min(retryAfterMs, policy.maxRetryAfterMs))
+    : retryDelay(policy, step, () => random, retryAfterMs);
   return { state: { attempt, step, startedAt }, delay: now + delay - startedAt > policy.maxElapsedMs ? undefined : delay };
 }
 

@@ -8,7 +8,8 @@
  * only an attempt's first progress, a gap, and the end.
  */
 import { backoffStep, FRESH_BACKOFF } from './backoff.js';
-import type { FollowEffect, FollowEnv, FollowFailure, FollowInput, FollowNotice, FollowState, RequestSlot, Transition } from './follow-types.js';
+import type { Failure } from './failure-policy.js';
+import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowState, RequestSlot, Transition } from './follow-types.js';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 
 /** Default watchdogs when neither the app nor the server said otherwise, ms. */
@@ -247,7 +248,7 @@ class Step {
   }
 
   /** A main-loop request failed: back off, re-read headers, rebuild, replay, or give up. */
-  private failed(failure: FollowFailure, closed: boolean): void {
+  private failed(failure: Failure, closed: boolean): void {
     const s = this.state;
     if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying') return;
     this.do({ kind: 'clear', timer: 'stall' });
@@ -280,7 +281,7 @@ class Step {
   }
 
   /** Waits a backoff delay (the server's `retry:` is never used: our policy paces every retry). */
-  private retryLater(failure: FollowFailure, scope: 'stream' | 'replay'): void {
+  private retryLater(failure: Failure, scope: 'stream' | 'replay'): void {
     const s = this.state;
     const { now, random, config } = this.env;
     const hint = { afterHealthy: s.progressed, retryAfterMs: failure.retryAfterMs };

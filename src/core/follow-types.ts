@@ -11,6 +11,7 @@
  */
 import type { LifelineError } from '../errors.js';
 import type { BackoffState, RetryPolicy } from './backoff.js';
+import type { Failure } from './failure-policy.js';
 
 /** Where the main loop is. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
 export type Phase =
@@ -52,18 +53,6 @@ export type TimerName = 'stall' | 'retry' | 'alongside';
 
 /** Why the main loop replays instead of streaming. */
 export type ReplayCause = 'start' | 'stall' | 'gap' | 'ended-stream' | 'failures' | 'rebuild' | 'alongside-failed';
-
-/**
- * What a retry decision needs of a failed request: `retry` after backoff, `auth` (re-read
- * the headers once), `rebuild` (the server's log is behind our cursor: start from seq 0),
- * `fatal` (retrying changes nothing).
- */
-export interface FollowFailure {
-  error: LifelineError;
-  disposition: 'retry' | 'auth' | 'rebuild' | 'fatal';
-  /** The server's `Retry-After`, ms. */
-  retryAfterMs?: number | undefined;
-}
 
 /** Settings the machine reads (the app's options with their defaults applied by the runner). */
 export interface FollowConfig {
@@ -135,7 +124,7 @@ export type FollowInput =
   /** The stream answered 204: the turn ended with nothing after our cursor. */
   | { kind: 'no-content' }
   /** A request ended in a failure (a cut is one: `closed` when it closed cleanly before `turn.end`). */
-  | { kind: 'failed'; slot: RequestSlot; failure: FollowFailure; closed?: boolean }
+  | { kind: 'failed'; slot: RequestSlot; failure: Failure; closed?: boolean }
   /** A replay page was applied; `more` when the log holds more after it. */
   | { kind: 'page'; slot: RequestSlot; applied: number; more: boolean }
   | { kind: 'timer'; timer: TimerName; silentMs: number }

@@ -5,7 +5,7 @@
  * and {@link applyEvent} applies it only when it is next in line.
  */
 import type { TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
-import type { ActionState } from '../storage/store.js';
+import type { ActionState } from './domain.js';
 
 /** Where a turn is, as far as its applied events tell. */
 export type TurnPhase = 'pending' | 'streaming' | 'ended';

@@ -16,7 +16,8 @@ import { asLifelineError, errorFromJson, ProtocolError, type LifelineError } fro
 import { decodeEvent, DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from '../protocol/decode.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
-import { requestJson, type Failure } from '../transport/http.js';
+import type { Failure } from '../core/failure-policy.js';
+import { requestJson } from '../transport/http.js';
 import { streamLimitsFor } from '../transport/sse-connection.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import type { Diagnostic, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from '../types.js';

@@ -5,7 +5,8 @@
 import { ProtocolError, type LifelineError } from '../errors.js';
 import { decodeEventValue, type DecodeResult } from '../protocol/decode.js';
 import { replayAnswerSchema } from '../protocol/schemas.js';
-import { requestJson, type Failure, type JsonRequest } from '../transport/http.js';
+import type { Failure } from '../core/failure-policy.js';
+import { requestJson, type JsonRequest } from '../transport/http.js';
 
 /** Events asked per page (the server may send fewer to bound the answer's size). */
 export const REPLAY_LIMIT = 1000;

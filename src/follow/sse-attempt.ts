@@ -5,7 +5,8 @@
  */
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
-import { endpoint, failureFromResponse, networkFailure, type Failure } from '../transport/http.js';
+import { thrownFailure, type Failure } from '../core/failure-policy.js';
+import { endpoint, failureFromResponse } from '../transport/http.js';
 import { limitBody, type StreamLimits } from '../transport/sse-connection.js';
 
 /** What one attempt needs. */
@@ -90,13 +91,13 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
         throw STOP;
       },
       onerror: (cause) => {
-        failed(cause instanceof ProtocolError ? { error: cause, disposition: 'retry' } : networkFailure(cause));
+        failed(cause instanceof ProtocolError ? { error: cause, disposition: 'retry' } : thrownFailure(cause));
         throw STOP;
       },
     });
   } catch (cause) {
     // A headers function that throws (a failed token refresh) is retried like a network error.
-    if (cause !== STOP && !end) failed(networkFailure(cause));
+    if (cause !== STOP && !end) failed(thrownFailure(cause));
   }
-  return signal.aborted ? { kind: 'aborted' } : (end ?? failed(networkFailure(undefined)));
+  return signal.aborted ? { kind: 'aborted' } : (end ?? failed(thrownFailure(undefined)));
 }

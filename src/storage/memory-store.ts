@@ -5,7 +5,7 @@
  * code tested on it holds on the real one. It belongs to one tab: its lease is always free.
  */
 import { chunkWins, joinChunks, nextRow } from './monotonic.js';
-import { isEndedStatus } from './records.js';
+import { isEndedStatus } from '../core/domain.js';
 import type { EventChunk, OutboxRecord, Store, TurnRecord } from './store.js';
 
 /** The store returned by {@link createMemoryStore}. */

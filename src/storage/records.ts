@@ -8,12 +8,9 @@ import * as z from 'zod/mini';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
 import { decodeEventValue } from '../protocol/decode.js';
 import { actionFields, idempotencyKeySchema, idSchema, seqSchema, submitBodySchema, type TurnEvent } from '../protocol/schemas.js';
-import type { LoadResult, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
+import type { LoadResult, OutboxRecord, TurnRecord } from './store.js';
 
-/** True for `complete`, `failed` and `cancelled`: the statuses after which a turn never changes again. */
-export function isEndedStatus(status: TurnStatus): boolean {
-  return ['complete', 'failed', 'cancelled'].includes(status);
-}
+export { isEndedStatus } from '../core/domain.js';
 
 const time = z.number().check(z.gte(0));
 const count = z.int().check(z.gte(0));

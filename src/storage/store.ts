@@ -1,31 +1,8 @@
 import type { LifelineError, StorageError } from '../errors.js';
-import type { ActionEvent, MessageContent, TurnEvent } from '../protocol/schemas.js';
+import type { ActionState, OutboxRecord, TurnStatus } from '../core/domain.js';
+import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 
-/** Status of a turn as the client tracks it (wider than the server's). */
-export type TurnStatus =
-  | 'pending'
-  | 'streaming'
-  | 'reconnecting'
-  | 'stalled'
-  | 'recovering'
-  | 'complete'
-  | 'failed'
-  | 'cancelled';
-
-/** The three statuses after which nothing more can happen to a turn. */
-export type EndedTurnStatus = 'complete' | 'failed' | 'cancelled';
-
-/** One action call as the snapshot shows it: the latest state of each `callId`. */
-export interface ActionState {
-  callId: string;
-  name: string;
-  status: ActionEvent['status'];
-  input?: ActionEvent['input'];
-  output?: ActionEvent['output'];
-  error?: ActionEvent['error'];
-  /** seq of the last event that changed this action. */
-  seq: number;
-}
+export type { ActionState, EndedTurnStatus, OutboxRecord, OutboxState, TurnStatus } from '../core/domain.js';
 
 /**
  * A turn's metadata row (object store `turns`). Text and actions of an unfinished turn
@@ -61,26 +38,6 @@ export interface EventChunk {
   firstSeq: number;
   lastSeq: number;
   events: TurnEvent[];
-}
-
-/** State of an outbox entry. */
-export type OutboxState = 'queued' | 'sending' | 'accepted' | 'failed';
-
-/** One durable submission (object store `outbox`, key `operationId`). */
-export interface OutboxRecord {
-  operationId: string;
-  conversationId: string;
-  content: MessageContent;
-  createdAt: number;
-  /** Monotonic order within the namespace; entries of a conversation are sent in this order. */
-  order: number;
-  attempts: number;
-  nextAttemptAt: number;
-  state: OutboxState;
-  lastError?: ReturnType<LifelineError['toJSON']>;
-  turnId?: string;
-  messageId?: string;
-  acceptedAt?: number;
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
- * Shared HTTP plumbing of the client's requests: URLs, fresh headers, and turning a
- * non-success answer into a typed error with what the retry loops need to decide.
+ * Shared HTTP plumbing of the client's requests: URLs, fresh headers, bounded JSON bodies,
+ * and reading a non-success answer into the facts core/failure-policy.ts classifies.
  */
 import type * as z from 'zod/mini';
-import { ProtocolError, TransportError, type LifelineError, type LifelineErrorCode } from '../errors.js';
 import { parseRetryAfter } from '../core/backoff.js';
+import { classifyHttpFailure, failure, thrownFailure, type Failure, type RequestKind } from '../core/failure-policy.js';
+import { ProtocolError } from '../errors.js';
 import { errorBodySchema } from '../protocol/schemas.js';
 import type { HeadersInput } from '../types.js';
 
@@ -25,22 +26,6 @@ export function endpoint(baseUrl: string, path: string): string {
 /** Resolves {@link HeadersInput} into a fresh plain object (never cached: tokens refresh). */
 export function headersResolver(input: HeadersInput | undefined): () => Promise<Record<string, string>> {
   return async () => ({ ...(typeof input === 'function' ? await input() : input) });
-}
-
-/**
- * What a retry loop should do after a failure: `retry` after backoff (network, 5xx, 408,
- * 425, 429, wrong content type, bad answer); `auth` (401/403): re-read headers once, then
- * give up; `rebuild`: the client's cursor is beyond the log (`resume_point_ahead`), start
- * from seq 0; `fatal`: retrying changes nothing (404, 410, other 4xx).
- */
-export type FailureDisposition = 'retry' | 'auth' | 'rebuild' | 'fatal';
-
-/** A classified failure. */
-export interface Failure {
-  error: LifelineError;
-  disposition: FailureDisposition;
-  /** The server's `Retry-After`, ms. */
-  retryAfterMs?: number | undefined;
 }
 
 /** What a JSON request needs: the client's plumbing (the headers are read afresh for it). */
@@ -104,41 +89,28 @@ export async function requestJson<T>(
     if (response.status !== 200 && response.status !== 202) return { ok: false, failure: await failureFromResponse(response, request.now()) };
     value = await readJson(response, maxBytes);
   } catch (cause) {
-    return { ok: false, failure: networkFailure(cause) };
+    return { ok: false, failure: thrownFailure(cause) };
   }
   const parsed = schema.safeParse(value);
   return parsed.success
     ? { ok: true, value: parsed.data }
     : {
         ok: false,
-        failure: { error: new ProtocolError('invalid_response', 'Invalid answer.', { details: parsed.error.issues }), disposition: 'retry' },
+        failure: failure(new ProtocolError('invalid_response', 'Invalid answer.', { details: parsed.error.issues })),
         ...(value === TOO_LARGE && { tooLarge: true }),
       };
 }
 
-/** Statuses with a code of their own; any other is `http_error`. */
-const STATUS_CODES: Readonly<Record<number, LifelineErrorCode>> = {
-  401: 'unauthorized',
-  403: 'forbidden',
-  404: 'turn_not_found',
-  410: 'turn_expired',
-  429: 'rate_limited',
-  503: 'server_unavailable',
-};
-
-/** Classifies a non-success response; reads (a bounded part of) its error body. */
-export async function failureFromResponse(response: Response, now: number): Promise<Failure> {
-  const { status } = response;
-  const serverCode = (await readServerError(response))?.code;
-  const options = { status, serverCode };
-  if (serverCode === 'resume_point_ahead') {
-    return { error: new ProtocolError('seq_mismatch', 'The server log is behind the client.', options), disposition: 'rebuild' };
-  }
-  return {
-    error: new TransportError(STATUS_CODES[status] ?? 'http_error', `The server answered ${status}.`, options),
-    disposition: status === 401 || status === 403 ? 'auth' : status >= 500 || [408, 425, 429].includes(status) ? 'retry' : 'fatal',
+/**
+ * Classifies a non-success answer to a request of `kind` (see core/failure-policy.ts);
+ * reads (a bounded part of) its error body and its `Retry-After`.
+ */
+export async function failureFromResponse(response: Response, now: number, kind: RequestKind = 'read'): Promise<Failure> {
+  return classifyHttpFailure(kind, {
+    status: response.status,
+    serverCode: (await readServerError(response))?.code,
     retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now),
-  };
+  });
 }
 
 /**
@@ -147,9 +119,4 @@ export async function failureFromResponse(response: Response, now: number): Prom
  */
 export async function readServerError(response: Response): Promise<{ code: string; message: string } | undefined> {
   return errorBodySchema.safeParse(await readJson(response, 16 * 1024).catch(() => {})).data?.error;
-}
-
-/** A network-level failure (fetch rejected, body stream broke) as a retryable failure. */
-export function networkFailure(cause: unknown): Failure {
-  return { error: new TransportError('network_error', 'The network request failed.', { cause }), disposition: 'retry' };
 }

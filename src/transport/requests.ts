@@ -7,6 +7,7 @@
 import { createBackoff, type RetryPolicy } from '../core/backoff.js';
 import { TransportError } from '../errors.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
+import { sleep } from '../runtime/sleep.js';
 import type { Diagnostic } from '../types.js';
 import { requestJson, type JsonRequest } from './http.js';
 
@@ -39,14 +40,6 @@ export async function listTurns(context: ListContext, conversationId: string, si
     const delay = backoff.next(answer.failure);
     if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: error });
     context.emit({ type: 'retry', at: context.now(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
-    await new Promise((resolve, reject) => {
-      signal.throwIfAborted();
-      const stop = (): void => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => resolve(signal.removeEventListener('abort', stop)), delay);
-      signal.addEventListener('abort', stop);
-    });
+    if (!(await sleep(delay, signal))) throw signal.reason;
   }
 }

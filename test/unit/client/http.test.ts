@@ -74,7 +74,7 @@ describe('failureFromResponse', () => {
     [404, 'turn_not_found', 'fatal'],
     [410, 'turn_expired', 'fatal'],
     [418, 'http_error', 'fatal'],
-    [408, 'http_error', 'retry'],
+    [408, 'timeout', 'retry'],
     [425, 'http_error', 'retry'],
     [429, 'rate_limited', 'retry'],
     [500, 'http_error', 'retry'],

@@ -1,0 +1,125 @@
+/**
+ * The client's followed turns: one follower per turn id in `followers`, each created by
+ * `follow(turnId, deps)`, and `client.turns`, the list of their snapshots (notified at most
+ * once per frame). Turns come from the app (`client.turn`), from storage (at start, or a
+ * conversation's stored turns) and from the server's list (`recover`).
+ */
+import { createBatcher, createEmitter } from '../core/subscribable.js';
+import type { TurnObject } from '../protocol/schemas.js';
+import type { LoadedTurn } from '../storage/store.js';
+import { follow } from '../follow/follower.js';
+import type { FollowerDeps, TurnFollower } from '../follow/types.js';
+import type { ExternalStore, Turn, TurnSnapshot } from '../types.js';
+
+export interface FollowerRegistry {
+  /** Every followed turn, by id. */
+  readonly followers: ReadonlyMap<string, TurnFollower>;
+  /** `client.turns`: every follower's snapshot, oldest first. */
+  readonly turns: ExternalStore<readonly TurnSnapshot[]>;
+  /**
+   * `client.turn(id)`: a new handle on the turn's one follower (created and started from
+   * what storage holds when not held yet); the turn stops when its last handle closes.
+   */
+  turn(turnId: string): Turn;
+  /** Creates followers for the unfinished turns storage held at start (not yet started); answers those created. */
+  restore(loaded: readonly LoadedTurn[]): LoadedTurn[];
+  /**
+   * Shows a conversation's stored turns without the network: ended turns are not restored
+   * at start, yet the conversation lists them (and their messages) after a reload.
+   */
+  hydrate(conversationId: string): Promise<void>;
+  /** One turn the server listed: adopted when not held, revived when it failed, else replayed alongside. */
+  adopt(turn: TurnObject): Promise<void>;
+  /** Disposes and forgets every follower (logout). */
+  clear(): void;
+  /** Disposes every follower and stops notifying (the client is disposed). */
+  dispose(): void;
+}
+
+/**
+ * `ready` resolves once stored turns are loaded (`client.ready`); `signal` aborts when the
+ * client is disposed.
+ */
+export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, ready: () => Promise<void>, signal: AbortSignal): FollowerRegistry {
+  const { persistence } = deps;
+  const followers = new Map<string, TurnFollower>();
+  const listeners = createEmitter<void>();
+  let list: readonly TurnSnapshot[] | undefined;
+  const batcher = createBatcher(() => {
+    list = undefined;
+    listeners.emit();
+  }, deps.schedule);
+  const followerDeps: FollowerDeps = { ...deps, onChange: () => batcher.request() };
+
+  const create = (turnId: string): TurnFollower => {
+    const follower = follow(turnId, followerDeps);
+    followers.set(turnId, follower);
+    batcher.request();
+    return follower;
+  };
+
+  /** Starts a follower once stored turns are loaded, from what storage holds of it. */
+  const boot = async (follower: TurnFollower): Promise<void> => {
+    await ready();
+    if (signal.aborted || followers.get(follower.id) !== follower) return;
+    // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
+    const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
+    const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
+    if (stored && empty()) follower.restore(stored);
+    void follower.start();
+  };
+
+  return {
+    followers,
+    turns: {
+      getSnapshot: () =>
+        (list ??= Object.freeze(
+          [...followers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((follower) => follower.getSnapshot()),
+        )),
+      subscribe: listeners.subscribe,
+    },
+    turn(turnId) {
+      let follower = followers.get(turnId);
+      if (!follower) void boot((follower = create(turnId)));
+      return follower.claim();
+    },
+    restore(loaded) {
+      const restored = loaded.filter(({ record }) => !followers.has(record.id));
+      for (const turn of restored) create(turn.record.id).restore(turn);
+      return restored;
+    },
+    async hydrate(conversationId) {
+      await ready();
+      for (const record of signal.aborted ? [] : await persistence.loadConversation(conversationId)) {
+        if (signal.aborted || followers.has(record.id)) continue;
+        const follower = create(record.id);
+        // Folded: the row is the whole turn, nothing more to read.
+        if (record.text !== undefined) follower.restore({ record, events: [] });
+        void boot(follower);
+      }
+    },
+    async adopt(turn) {
+      const held = followers.get(turn.id);
+      if (held?.done) return held.revive();
+      if (held) return held.replayAlongside();
+      const follower = create(turn.id);
+      follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
+      const stored = await persistence.loadTurn(turn.id);
+      if (stored) follower.restore(stored);
+      await follower.start(true);
+    },
+    clear() {
+      for (const follower of followers.values()) {
+        follower.dispose();
+        // Nothing of a disposed follower stays reachable (its row description included).
+        persistence.untrack(follower.id);
+      }
+      followers.clear();
+      batcher.request();
+    },
+    dispose() {
+      for (const follower of followers.values()) follower.dispose();
+      batcher.cancel();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The client's domain types shared by the core, storage, the outbox and the public API.
+ * They live here, at the bottom of the import graph, so that `core/` depends on nothing
+ * above it; `storage/store.ts` and `types.ts` re-export them under their old names.
+ */
+import type { LifelineError } from '../errors.js';
+import type { ActionEvent, MessageContent } from '../protocol/schemas.js';
+
+/** Status of a turn as the client tracks it (wider than the server's). */
+export type TurnStatus =
+  | 'pending'
+  | 'streaming'
+  | 'reconnecting'
+  | 'stalled'
+  | 'recovering'
+  | 'complete'
+  | 'failed'
+  | 'cancelled';
+
+/** The three statuses after which nothing more can happen to a turn. */
+export type EndedTurnStatus = 'complete' | 'failed' | 'cancelled';
+
+/** True for `complete`, `failed` and `cancelled`: the statuses after which a turn never changes again. */
+export function isEndedStatus(status: TurnStatus): status is EndedTurnStatus {
+  return status === 'complete' || status === 'failed' || status === 'cancelled';
+}
+
+/** One action call as the snapshot shows it: the latest state of each `callId`. */
+export interface ActionState {
+  callId: string;
+  name: string;
+  status: ActionEvent['status'];
+  input?: ActionEvent['input'];
+  output?: ActionEvent['output'];
+  error?: ActionEvent['error'];
+  /** seq of the last event that changed this action. */
+  seq: number;
+}
+
+/** State of an outbox entry. */
+export type OutboxState = 'queued' | 'sending' | 'accepted' | 'failed';
+
+/** One durable submission (object store `outbox`, key `operationId`). */
+export interface OutboxRecord {
+  operationId: string;
+  conversationId: string;
+  content: MessageContent;
+  createdAt: number;
+  /** Monotonic order within the namespace; entries of a conversation are sent in this order. */
+  order: number;
+  attempts: number;
+  nextAttemptAt: number;
+  state: OutboxState;
+  lastError?: ReturnType<LifelineError['toJSON']>;
+  turnId?: string;
+  messageId?: string;
+  acceptedAt?: number;
+}

@@ -1,0 +1,64 @@
+/**
+ * One attempt of the sending tab: marks the entry `sending` (in storage before the POST),
+ * posts it, and moves it on by the result: accepted, queued again after a backoff with the
+ * same key, or failed (rejected, or no retry fits before its age limit).
+ */
+import { retryDelay, type RetryPolicy } from '../core/backoff.js';
+import type { LifelineError } from '../errors.js';
+import type { OutboxRecord } from '../storage/store.js';
+import type { HttpContext } from '../transport/http.js';
+import { accepted, expiredError, failed, requeued, sending } from './entry-state.js';
+import type { Ledger } from './ledger.js';
+import { submit } from './submit.js';
+import type { Emit } from './types.js';
+
+export interface AttemptContext {
+  ledger: Ledger;
+  /** Requests in flight, by operation id; an entry forgotten meanwhile aborts its own. */
+  busy: Map<string, AbortController>;
+  http: HttpContext;
+  policy: RetryPolicy;
+  timeoutMs: number;
+  maxAgeMs: number;
+  random: () => number;
+  emit: Emit;
+}
+
+/** Gives an entry up, visibly. */
+export function fail({ ledger, emit }: Pick<AttemptContext, 'ledger' | 'emit'>, entry: OutboxRecord, error: LifelineError): void {
+  emit({ type: 'failed', scope: 'submit', id: entry.operationId, error });
+  void ledger.save(failed(entry, error));
+}
+
+/** Posts `entry` once and saves what came of it; resolves once decided (or abandoned: the entry was forgotten). */
+export async function attempt(context: AttemptContext, entry: OutboxRecord): Promise<void> {
+  const { ledger, busy, http, policy, emit } = context;
+  const { operationId } = entry;
+  const abort = new AbortController();
+  busy.set(operationId, abort);
+  try {
+    const current = sending(entry);
+    await ledger.save(current);
+    if (abort.signal.aborted) return;
+    emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
+    const result = await submit(http, current, abort.signal, context.timeoutMs);
+    // Discarded, cleared or disposed meanwhile.
+    if (abort.signal.aborted) return;
+    const time = http.now();
+    if (result.ok) {
+      emit({ type: 'accepted', operationId, turnId: result.answer.turnId, replayed: result.replayed });
+      void ledger.save(accepted(current, result.answer, time));
+      return;
+    }
+    const { error, disposition, retryAfterMs } = result.failure;
+    const retry = disposition === 'retry';
+    const delayMs = retryDelay(policy, current.attempts, context.random, retryAfterMs);
+    // No retry is scheduled past the entry's age limit: it fails now instead.
+    if (retry && time + delayMs < current.createdAt + context.maxAgeMs) {
+      emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });
+      void ledger.save(requeued(current, error, time + delayMs));
+    } else fail(context, current, retry ? expiredError(current, error) : error);
+  } finally {
+    busy.delete(operationId);
+  }
+}

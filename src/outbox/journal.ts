@@ -1,0 +1,98 @@
+/**
+ * The outbox journal: `send()` also writes each new entry to `localStorage`, synchronously,
+ * until its IndexedDB write has landed. A reload in between (the soak's lost submission)
+ * cannot lose it: the next page's `start()` adopts what the journal still holds. Keys are
+ * `lifeline-outbox:<namespace>:<operationId>`, one entry each, as JSON.
+ *
+ * Every call is best effort: storage that is full or refused (blocked cookies) leaves
+ * IndexedDB alone to keep the entry, as before there was a journal.
+ */
+import { StorageError } from '../errors.js';
+import { outboxRecordSchema } from '../storage/records.js';
+import type { OutboxRecord } from '../storage/store.js';
+import type { OutboxStorage } from './types.js';
+
+/** The part of `Storage` the journal uses. */
+export type JournalStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'>;
+
+export interface Journal {
+  /** Writes a copy of a new entry, synchronously. */
+  write(entry: OutboxRecord): void;
+  /** Removes an entry's copy (its storage write landed, or it was deleted). */
+  remove(operationId: string): void;
+  /** Removes every copy of this namespace, other tabs' in-flight ones too (logout). */
+  clear(): void;
+  /**
+   * Moves into `storage` the copies a page journaled but did not get written. One already
+   * stored is left as stored: it may have moved on since. A copy is removed only once
+   * storage holds its entry, so a reload during this loses nothing either.
+   * `put` is the outbox's ordered write (resolves with its error, if any).
+   */
+  adopt(storage: OutboxStorage, put: (entry: OutboxRecord) => Promise<StorageError | void>, report: (error: unknown) => void): Promise<void>;
+}
+
+/** `localStorage`, where the page may use it (reading it throws where cookies are blocked). */
+export function pageStorage(): Storage | undefined {
+  try {
+    return globalThis.localStorage ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A journal of the entries named `<prefix>:<operationId>` in `storage`; none at all without one. */
+export function createJournal(storage: JournalStorage | undefined, prefix: string): Journal {
+  const removeKey = (key: string): void => {
+    try {
+      storage?.removeItem(key);
+    } catch {
+      // Storage refused: the next start imports it again, harmlessly (same key, same record).
+    }
+  };
+
+  /** This namespace's copies; a value that is not JSON is `undefined` (reported as corrupt on adoption). */
+  const copies = (): [key: string, value: unknown][] => {
+    const found: [string, unknown][] = [];
+    try {
+      for (let i = storage?.length ?? 0; i--; ) {
+        const key = storage!.key(i);
+        if (!key?.startsWith(prefix + ':')) continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(storage!.getItem(key) ?? 'null');
+        } catch {
+          // Left undefined.
+        }
+        found.push([key, value]);
+      }
+    } catch {
+      // Storage refused: IndexedDB alone.
+    }
+    return found;
+  };
+
+  return {
+    write(entry) {
+      try {
+        storage?.setItem(`${prefix}:${entry.operationId}`, JSON.stringify(entry));
+      } catch {
+        // Full or refused: IndexedDB alone.
+      }
+    },
+    remove: (operationId) => removeKey(`${prefix}:${operationId}`),
+    clear: () => copies().forEach(([key]) => removeKey(key)),
+    async adopt(target, put, report) {
+      const found = copies();
+      if (!found.length) return;
+      const { items } = await target.loadOutbox().catch((error: unknown) => (report(error), { items: [] }));
+      const stored = new Set(items.map((entry) => entry.operationId));
+      for (const [key, value] of found) {
+        const parsed = outboxRecordSchema.safeParse(value);
+        if (!parsed.success) report(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
+        // Kept when the write failed: the next start tries again.
+        else if (!stored.has(parsed.data.operationId) && (await put(parsed.data as OutboxRecord))) continue;
+        removeKey(key);
+      }
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * A submission on the wire (PROTOCOL.md section 1): the body checked before it is stored,
+ * and one POST of an entry with its operation id as `Idempotency-Key`, with what came of
+ * it: the server's answer, or a classified failure (core/failure-policy.ts) that says
+ * whether another attempt with the same key may help.
+ */
+import { failure, thrownFailure, type Failure } from '../core/failure-policy.js';
+import { LifelineError, ProtocolError } from '../errors.js';
+import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import type { OutboxRecord } from '../storage/store.js';
+import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
+
+/** What one attempt came to. `replayed`: the server had the key already (`Idempotent-Replayed`). */
+export type SubmitResult = { ok: true; answer: SubmitAnswer; replayed: boolean } | { ok: false; failure: Failure };
+
+/** Rejects with `signal`'s reason once it aborts. */
+const aborted = (signal: AbortSignal): Promise<never> => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+
+/**
+ * Posts `entry` once, within `timeoutMs`. Never rejects: an abort through `signal` (the
+ * entry discarded, the outbox disposed) answers a failure the caller ignores.
+ */
+export async function submit(http: HttpContext, { operationId, conversationId, content }: OutboxRecord, signal: AbortSignal, timeoutMs: number): Promise<SubmitResult> {
+  try {
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    // The timeout covers the app's headers function too: a token refresh that never
+    // answers must not hold the conversation's queue for ever.
+    const headers = new Headers(await Promise.race([http.headers(), aborted(bounded)]));
+    // Set, not spread: an app's `Content-Type` would otherwise be sent beside ours.
+    headers.set('content-type', 'application/json');
+    headers.set('idempotency-key', operationId);
+    const response = await http.fetch(endpoint(http.baseUrl, `/conversations/${conversationId}/messages`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ content }),
+      signal: bounded,
+    });
+    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.now(), 'submit') };
+    const parsed = submitAnswerSchema.safeParse(await response.json().catch(() => undefined));
+    if (parsed.success && parsed.data.conversationId === conversationId) {
+      return { ok: true, answer: parsed.data, replayed: response.headers.get('idempotent-replayed') === 'true' };
+    }
+    // No protocol answer (a captive portal's page) may not come from Lifeline: retried. An
+    // answer for another conversation would come back the same on every retry: failed.
+    const error = new ProtocolError('invalid_response', 'Invalid submit answer.', { status: response.status });
+    return { ok: false, failure: failure(error, parsed.success ? 'fatal' : 'retry') };
+  } catch (cause) {
+    // Refused, offline, timed out, a failing headers function: all may heal.
+    return { ok: false, failure: thrownFailure(cause) };
+  }
+}
+
+/**
+ * The content to store for a new submission: a private copy (zod's output; the app may
+ * mutate its object after sending). Throws `invalid_argument` for a bad conversation id,
+ * or content that is not a string or JSON object or passes 64 KiB encoded (the server's
+ * limit, PROTOCOL.md section 1: failing here costs no round trip and no stored entry).
+ */
+export function checkedContent(conversationId: string, content: MessageContent): MessageContent {
+  assertId('A conversation id', conversationId);
+  const parsed = submitBodySchema.safeParse({ content });
+  if (!parsed.success || new Blob([JSON.stringify(parsed.data)]).size > MAX_SUBMIT_BYTES) {
+    throw new LifelineError('invalid_argument', 'content must be a string or JSON object of at most 64 KiB.');
+  }
+  return parsed.data.content;
+}
