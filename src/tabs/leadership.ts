@@ -63,7 +63,10 @@ export interface LeadOptions {
  *   while (!signal.aborted && (await sendDue(signal)));
  * });
  */
-export async function lead(name: string, options: LeadOptions, whileLeading: (signal: AbortSignal) => Promise<void>): Promise<void> {
+/** How a tab came to lead: it holds the Web Lock, the storage lease, or leads alone (neither is there). */
+export type LeadershipKind = 'lock' | 'lease' | 'alone';
+
+export async function lead(name: string, options: LeadOptions, whileLeading: (signal: AbortSignal, how: LeadershipKind) => Promise<void>): Promise<void> {
   const { signal, lease } = options;
   // happy-dom and some embedded browsers expose `navigator.locks` as null.
   const locks = options.locks === undefined ? ((globalThis as { navigator?: { locks?: LockManagerLike | null } }).navigator?.locks ?? null) : options.locks;
@@ -74,7 +77,7 @@ export async function lead(name: string, options: LeadOptions, whileLeading: (si
       await locks.request(name, { signal }, async () => {
         granted = true;
         // A grant and an abort can cross (and a polyfill may ignore the signal): the lock is handed on at once.
-        if (!signal.aborted) await whileLeading(signal);
+        if (!signal.aborted) await whileLeading(signal, 'lock');
       });
       return;
     } catch (error) {
@@ -83,11 +86,11 @@ export async function lead(name: string, options: LeadOptions, whileLeading: (si
       if (signal.aborted) return;
     }
   }
-  if (!lease) return whileLeading(signal);
+  if (!lease) return whileLeading(signal, 'alone');
   return leadByLease(name, signal, lease, whileLeading);
 }
 
-async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOptions, whileLeading: (signal: AbortSignal) => Promise<void>): Promise<void> {
+async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOptions, whileLeading: (signal: AbortSignal, how: LeadershipKind) => Promise<void>): Promise<void> {
   const { store, ttlMs = 1e4, onError, now = Date.now } = lease;
   const owner = nanoid();
   const take = (): Promise<boolean> =>
@@ -104,7 +107,7 @@ async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOption
   const leading = AbortSignal.any([signal, lost.signal]);
   void keepLease(take, ttlMs, takenAt + ttlMs, now, leading).then(() => lost.abort());
   try {
-    if (!signal.aborted) await whileLeading(leading);
+    if (!signal.aborted) await whileLeading(leading, 'lease');
   } finally {
     lost.abort();
     await store.releaseLease(name, owner).catch((error: unknown) => onError?.(error));

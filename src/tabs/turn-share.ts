@@ -9,6 +9,7 @@
  * Messages on the channel: `0` = "I follow this turn", `1` = "so do I" (the answer),
  * `[lastSeq, data[]]` = a relayed batch and the cursor it led to.
  */
+import { lead } from './leadership.js';
 
 /** What the follower hears from the other tabs. */
 export interface TurnShareHandlers {
@@ -44,7 +45,6 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnSh
   const withdraw = new AbortController();
   let leading = false;
   let left = false;
-  let release: (() => void) | undefined;
   /** Another tab follows this turn: only then is relaying (a structured clone per batch) worth it. */
   let watched = false;
   let outgoing: string[] | undefined;
@@ -61,20 +61,12 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnSh
     }
   };
   channel.postMessage(0);
-  const lead = (shared: boolean): void => {
-    if (left) return;
+  // The leader keeps the lock until it leaves; the browser hands it on when its tab closes.
+  void lead(name, { signal: withdraw.signal }, (signal, how) => {
     leading = true;
-    handlers.onLead(shared);
-  };
-  locks
-    .request(name, { signal: withdraw.signal }, () => {
-      // Granted after this tab left (the abort came too late to withdraw it): handed on at once.
-      if (left) return;
-      lead(true);
-      return new Promise<void>((resolve) => (release = resolve));
-    })
-    // Withdrawn by `leave`, or the lock manager refused (a sandboxed frame): then stream alone.
-    .catch(() => lead(false));
+    handlers.onLead(how === 'lock');
+    return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  });
 
   return {
     relay(lastSeq, data) {
@@ -91,8 +83,8 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnSh
     leave() {
       if (left) return;
       left = true;
+      // Withdraws a request still waiting, or steps down.
       withdraw.abort();
-      release?.();
       channel.close();
     },
   };
