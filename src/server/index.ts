@@ -9,3 +9,5 @@ export type { ServerErrorReporter, ServerErrorPhase } from './producer.js';
 export { toNodeListener, serve } from './node.js';
 export type { FetchHandler, NodeListener, NodeListenerOptions, ServeOptions, ServedHandler } from './node.js';
 export type { JsonValue, MessageContent, TurnEvent, TurnObject, ServerErrorCode, ServerTurnStatus } from '../protocol/schemas.js';
+export { conformanceAgent } from './conformance-agent.js';
+export type { ConformanceAgentOptions } from './conformance-agent.js';
