@@ -5,6 +5,7 @@
 import { conformanceAgent } from '../../../src/server/conformance-agent.js';
 import { createLifelineHandler } from '../../../src/server/handler.js';
 import { serve } from '../../../src/server/node.js';
+import type { Agent } from '../../../src/server/agent.js';
 import type { TurnLog } from '../../../src/server/turn-log.js';
 import type { ConformanceOptions } from '../../../src/conformance/index.js';
 import type { Breakage } from './breakages.js';
@@ -26,12 +27,14 @@ export interface ConformanceServerOptions {
   store?: TurnLog;
   breakage?: Breakage;
   authorize?: (request: Request) => string | Promise<string>;
+  /** Default: the conformance agent. */
+  agent?: Agent;
 }
 
 export async function startConformanceServer(options: ConformanceServerOptions = {}): Promise<ConformanceServer> {
   const errors: unknown[] = [];
   const handler = createLifelineHandler({
-    agent: conformanceAgent(),
+    agent: options.agent ?? conformanceAgent(),
     basePath: '/api',
     heartbeatMs: HEARTBEAT_MS,
     onError: (error) => errors.push(error),
