@@ -1,5 +1,5 @@
 import type { TurnEvent } from '../protocol/schemas.js';
-import type { TurnLog } from './turn-log.js';
+import { isExpiredTurn, type TurnLog } from './turn-log.js';
 
 /** Events read from the log per chunk written; each read page becomes one write. */
 const FOLLOW_PAGE = 2000;
@@ -83,7 +83,7 @@ export function createFollowStream(options: FollowOptions): ReadableStream<Uint8
         if (waited) {
           // The wait ended with nothing new: a timeout, unless the turn ended or vanished.
           const turn = await log.getTurn(turnId);
-          if (turn === undefined || turn === 'expired' || turn.endedAt !== undefined) {
+          if (turn === undefined || isExpiredTurn(turn) || turn.endedAt !== undefined) {
             release();
             controller.close();
             return;

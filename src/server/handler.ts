@@ -17,7 +17,7 @@ import { createFollowStream } from './follow-stream.js';
 import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from './memory-turn-log.js';
 import { TurnProducer, type ServerErrorReporter } from './producer.js';
 import { HttpError, errorResponse, jsonResponse } from './responses.js';
-import type { StoredTurn, TurnLog } from './turn-log.js';
+import { isExpiredTurn, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Options of {@link createLifelineHandler}. */
 export interface LifelineHandlerOptions {
@@ -147,6 +147,7 @@ function turnObject(turn: StoredTurn): TurnObject {
     lastSeq: turn.lastSeq,
     createdAt: turn.createdAt,
     updatedAt: turn.updatedAt,
+    content: turn.content,
   };
 }
 
@@ -255,8 +256,9 @@ export function createLifelineHandler(options: LifelineHandlerOptions): Lifeline
   /** A turn visible to `principal`; others' turns look unknown. */
   async function visibleTurn(turnId: string, principal: string): Promise<StoredTurn> {
     const turn = await log.getTurn(turnId);
-    if (turn === 'expired') throw new HttpError(410, 'turn_expired', 'The turn ended longer ago than the retention period; its log is gone.');
+    // Another principal's turn is unknown in every state, expired included (PROTOCOL §8).
     if (turn === undefined || turn.principal !== principal) throw new HttpError(404, 'turn_not_found', 'No such turn.');
+    if (isExpiredTurn(turn)) throw new HttpError(410, 'turn_expired', 'The turn ended longer ago than the retention period; its log is gone.');
     return turn;
   }
 

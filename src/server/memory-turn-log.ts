@@ -1,5 +1,5 @@
 import type { TurnEvent } from '../protocol/schemas.js';
-import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
+import { DEFAULT_PAGE_BYTES, eventSize, pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Options of {@link createMemoryTurnLog}. */
 export interface MemoryTurnLogOptions {
@@ -44,7 +44,7 @@ interface KeyEntry {
 /**
  * Creates the in-memory turn log the handler uses by default. Ended turns and their
  * idempotency keys are kept for `retentionMs` after `turn.end`; after that
- * `getTurn` answers `'expired'` (from a small tombstone kept for one more retention
+ * `getTurn` answers an expired turn (from a small tombstone kept for one more retention
  * period, then the id is simply unknown).
  *
  * @example
@@ -55,8 +55,8 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
   const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   const now = options.now ?? Date.now;
   const turns = new Map<string, Entry>();
-  /** Swept turn id → when it was swept. */
-  const tombstones = new Map<string, number>();
+  /** Swept turn id → when it was swept and whose it was (another principal still gets 404). */
+  const tombstones = new Map<string, { sweptAt: number; principal: string }>();
   /** Conversation id → its turn ids, oldest first. */
   const conversations = new Map<string, string[]>();
   /** Principal → key → record. */
@@ -71,7 +71,7 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
 
   function remove(turnId: string, entry: Entry): void {
     turns.delete(turnId);
-    tombstones.set(turnId, now());
+    tombstones.set(turnId, { sweptAt: now(), principal: entry.turn.principal });
     const ids = conversations.get(entry.turn.conversationId);
     if (ids) {
       const at = ids.indexOf(turnId);
@@ -110,7 +110,7 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
   function sweep(): void {
     const at = now();
     for (const [turnId, entry] of turns) if (expired(entry)) remove(turnId, entry);
-    for (const [turnId, sweptAt] of tombstones) if (at - sweptAt >= retentionMs) tombstones.delete(turnId);
+    for (const [turnId, { sweptAt }] of tombstones) if (at - sweptAt >= retentionMs) tombstones.delete(turnId);
     for (const [principal, map] of keys) {
       for (const [key, { record, writtenAtMs }] of map) {
         // A done key lives exactly as long as its turn; an in_flight one whose request
@@ -139,7 +139,8 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
     async getTurn(turnId) {
       const entry = live(turnId);
       if (entry) return { ...entry.turn };
-      return tombstones.has(turnId) ? 'expired' : undefined;
+      const tombstone = tombstones.get(turnId);
+      return tombstone ? { expired: true, principal: tombstone.principal } : undefined;
     },
 
     async append(turnId, event) {
@@ -163,14 +164,20 @@ export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryT
       return expand(turnId, turn.lastSeq - 1, compact);
     },
 
-    async read(turnId, after, limit): Promise<EventPage> {
+    async read(turnId, after, limit, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
       const entry = live(turnId);
       if (!entry) return { events: [], hasMore: false };
-      const start = Math.max(0, after);
-      const end = Math.min(entry.events.length, start + limit);
+      const end = Math.min(entry.events.length, Math.max(0, after) + limit);
       const events: TurnEvent[] = [];
-      for (let i = start; i < end; i++) events.push(expand(turnId, i, entry.events[i] as CompactEvent));
-      return { events, hasMore: end < entry.events.length };
+      let bytes = 0;
+      let i = Math.max(0, after);
+      for (; i < end; i++) {
+        const event = expand(turnId, i, entry.events[i] as CompactEvent);
+        bytes += eventSize(event);
+        if (events.length > 0 && bytes > maxBytes) break;
+        events.push(event);
+      }
+      return { events, hasMore: i < entry.events.length };
     },
 
     waitForEvents(turnId, after, { signal, timeoutMs }) {

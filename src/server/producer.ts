@@ -1,7 +1,7 @@
 import { sha256Hex } from '../protocol/integrity.js';
 import { actionEventSchema, type JsonValue, type MessageContent, type TurnEndStatus } from '../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
-import type { NewTurnEvent, StoredTurn, TurnLog } from './turn-log.js';
+import { isExpiredTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
@@ -255,7 +255,7 @@ export class TurnProducer {
   async #endAfterStoreFailure(turnId: string): Promise<void> {
     try {
       const current = await this.#deps.log.getTurn(turnId);
-      if (current === undefined || current === 'expired' || current.endedAt !== undefined) return;
+      if (current === undefined || isExpiredTurn(current) || current.endedAt !== undefined) return;
       // The text hash covers only what reached the log.
       const page = await this.#deps.log.read(turnId, 0, Number.MAX_SAFE_INTEGER);
       let text = '';

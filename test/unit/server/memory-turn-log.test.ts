@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { turnEventSchema } from '../../../src/protocol/schemas.js';
 import { createMemoryTurnLog, type MemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { isExpiredTurn } from '../../../src/server/turn-log.js';
 
 const HASH = '0'.repeat(64);
 const logs: MemoryTurnLog[] = [];
@@ -37,7 +38,7 @@ describe('memory turn log', () => {
     await endTurn(log);
     const turn = await log.getTurn('t1');
     expect(turn).toMatchObject({ status: 'complete', lastSeq: 6 });
-    expect(turn !== 'expired' && turn?.endedAt).toBeTruthy();
+    expect(turn !== undefined && !isExpiredTurn(turn) && turn.endedAt).toBeTruthy();
 
     const all = await log.read('t1', 0, 100);
     expect(all.hasMore).toBe(false);
@@ -112,7 +113,7 @@ describe('memory turn log', () => {
     expect(await log.getTurn('old')).toMatchObject({ id: 'old' });
     expect(await log.getIdempotency('p1', 'key-old')).toMatchObject({ turnId: 'old' });
     clock += 1;
-    expect(await log.getTurn('old')).toBe('expired');
+    expect(await log.getTurn('old')).toEqual({ expired: true, principal: 'p1' });
     expect(await log.read('old', 0, 10)).toEqual({ events: [], hasMore: false });
     expect((await log.listTurns('c1', 'p1', 10)).map((turn) => turn.id)).toEqual(['live']);
     log.sweep();
@@ -135,7 +136,7 @@ describe('memory turn log', () => {
     await vi.advanceTimersByTimeAsync(1500);
     // Swept by the timer: the key is gone without anyone asking for the turn.
     expect(await log.getIdempotency('p1', 'k')).toBeUndefined();
-    expect(await log.getTurn('t1')).toBe('expired');
+    expect(await log.getTurn('t1')).toEqual({ expired: true, principal: 'p1' });
   });
 
   it('drops an in_flight key whose request never completed after one retention period', async () => {
