@@ -256,10 +256,14 @@ export class TurnProducer {
     try {
       const current = await this.#deps.log.getTurn(turnId);
       if (current === undefined || isExpiredTurn(current) || current.endedAt !== undefined) return;
-      // The text hash covers only what reached the log.
-      const page = await this.#deps.log.read(turnId, 0, Number.MAX_SAFE_INTEGER);
+      // The text hash covers only what reached the log, read page by page (pages are bounded in bytes).
       let text = '';
-      for (const event of page.events) if (event.type === 'delta') text += event.text;
+      for (let after = 0, more = true; more; ) {
+        const page = await this.#deps.log.read(turnId, after, 10_000);
+        for (const event of page.events) if (event.type === 'delta') text += event.text;
+        after = page.events.at(-1)?.seq ?? after;
+        more = page.hasMore && page.events.length > 0;
+      }
       await this.#deps.log.append(turnId, {
         type: 'turn.end',
         status: 'failed',
