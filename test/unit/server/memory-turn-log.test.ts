@@ -176,6 +176,28 @@ describe('memory turn log', () => {
     expect(await log.isCancelRequested('t3')).toBe(false);
   });
 
+  it("lists one principal's conversation without visiting another principal's turns in it", async () => {
+    const log = makeLog();
+    for (const id of ['a1', 'a2', 'a3']) await newTurn(log, id, 'shared', 'alice');
+    /** Map lookups made while alice's listing runs (its body is synchronous; the spy sees nothing else). */
+    const lookupsOfListing = async (): Promise<{ ids: string[]; lookups: number }> => {
+      const spy = vi.spyOn(Map.prototype, 'get');
+      const listing = log.listTurns('shared', 'alice', 50);
+      const lookups = spy.mock.calls.length;
+      spy.mockRestore();
+      return { ids: (await listing).map((turn) => turn.id), lookups };
+    };
+    for (let i = 0; i < 5; i++) await newTurn(log, `b${i}`, 'shared', 'bob');
+    const few = await lookupsOfListing();
+    for (let i = 5; i < 2000; i++) await newTurn(log, `b${i}`, 'shared', 'bob');
+    const many = await lookupsOfListing();
+    expect(many.ids).toEqual(['a3', 'a2', 'a1']);
+    expect(few.ids).toEqual(many.ids);
+    // The work depends on alice's turns only: 2000 of bob's in the same conversation cost nothing.
+    expect(many.lookups).toBe(few.lookups);
+    expect(many.lookups).toBeLessThan(10);
+  });
+
   it('releases pending waiters on close', async () => {
     const log = makeLog();
     await newTurn(log);
