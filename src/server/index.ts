@@ -3,11 +3,11 @@ export type { TurnLog, StoredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, Eve
 export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent } from './agent.js';
 export { createLifelineHandler } from './handler.js';
 export type { LifelineHandler, LifelineHandlerOptions } from './handler.js';
+export { conformanceAgent } from './conformance-agent.js';
+export type { ConformanceAgentOptions } from './conformance-agent.js';
 export { createMemoryTurnLog, DEFAULT_RETENTION_MS } from './memory-turn-log.js';
 export type { MemoryTurnLog, MemoryTurnLogOptions } from './memory-turn-log.js';
 export type { ServerErrorReporter, ServerErrorPhase } from './producer.js';
 export { toNodeListener, serve } from './node.js';
 export type { FetchHandler, NodeListener, NodeListenerOptions, ServeOptions, ServedHandler } from './node.js';
 export type { JsonValue, MessageContent, TurnEvent, TurnObject, ServerErrorCode, ServerTurnStatus } from '../protocol/schemas.js';
-export { conformanceAgent } from './conformance-agent.js';
-export type { ConformanceAgentOptions } from './conformance-agent.js';
