@@ -3,6 +3,8 @@ export type { TurnLog, StoredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, Eve
 export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent } from './agent.js';
 export { createLifelineHandler } from './handler.js';
 export type { LifelineHandler, LifelineHandlerOptions } from './handler.js';
+export { conformanceAgent } from './conformance-agent.js';
+export type { ConformanceAgentOptions } from './conformance-agent.js';
 export { createMemoryTurnLog, DEFAULT_RETENTION_MS } from './memory-turn-log.js';
 export type { MemoryTurnLog, MemoryTurnLogOptions } from './memory-turn-log.js';
 export type { ServerErrorReporter, ServerErrorPhase } from './producer.js';

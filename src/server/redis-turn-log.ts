@@ -2,10 +2,19 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { LifelineError } from '../errors.js';
 import { sha256Hex } from '../protocol/integrity.js';
-import type { ServerTurnStatus, TurnEvent } from '../protocol/schemas.js';
+import type { MessageContent, ServerTurnStatus, TurnEvent } from '../protocol/schemas.js';
 import type { ServerErrorReporter } from './producer.js';
 import { createStreamWaiter, type StreamWaiter } from './redis-stream-waiter.js';
-import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
+import {
+  DEFAULT_PAGE_BYTES,
+  pendingTurn,
+  type EventPage,
+  type ExpiredTurn,
+  type IdempotencyRecord,
+  type NewTurnEvent,
+  type StoredTurn,
+  type TurnLog,
+} from './turn-log.js';
 
 /** Options of {@link createRedisTurnLog}. Give exactly one of `client` and `url`. */
 export interface RedisTurnLogOptions {
@@ -54,6 +63,8 @@ const DEFAULT_PRODUCER_LEASE_MS = 15_000;
  * answers 409 for at most this long instead of for a whole retention period.
  */
 const IN_FLIGHT_TTL_MS = 60_000;
+/** Stream entries fetched per XRANGE while reading a page. */
+const READ_BATCH = 64;
 /** Longest single blocking read; the follower loop re-issues it while anyone waits. */
 const BLOCK_MS = 10_000;
 const TURN_STATUSES: ReadonlySet<string> = new Set<ServerTurnStatus>(['pending', 'streaming', 'complete', 'failed', 'cancelled']);
@@ -70,14 +81,15 @@ class Script {
 
 // Every script touches only the keys it is given, so ioredis's own keyPrefix applies to them.
 
-/** KEYS: turn, lease, tombstone, conversation index. ARGV: id, conversationId, messageId, principal, createdAt, createdAtMs, owner, leaseMs, turn ttl, tombstone ttl, index ttl. */
+/** KEYS: turn, lease, tombstone, conversation index. ARGV: id, conversationId, messageId, principal, createdAt, createdAtMs, owner, leaseMs, turn ttl, tombstone ttl, index ttl, content JSON. */
 const CREATE = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'conversationId', ARGV[2], 'messageId', ARGV[3], 'principal', ARGV[4],
-  'status', 'pending', 'lastSeq', '0', 'createdAt', ARGV[5], 'updatedAt', ARGV[5])
+  'status', 'pending', 'lastSeq', '0', 'createdAt', ARGV[5], 'updatedAt', ARGV[5], 'content', ARGV[12])
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
 redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[8])
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[10])
+-- The tombstone holds the principal: another principal's expired turn still answers 404.
+redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[10])
 -- Scores are creation times; a turn created in the same millisecond as the newest one (or
 -- earlier, by another instance's clock) goes just after it, so the index keeps arrival order.
 local score = tonumber(ARGV[6])
@@ -193,6 +205,8 @@ function toStoredTurn(hash: TurnHash): StoredTurn {
     createdAt: hash['createdAt'] ?? '',
     updatedAt: hash['updatedAt'] ?? '',
     principal: hash['principal'] ?? '',
+    // A record written before 1.1 kept no content.
+    content: hash['content'] === undefined ? '' : (JSON.parse(hash['content']) as MessageContent),
   };
   if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
   return turn;
@@ -490,6 +504,7 @@ class RedisTurnLog implements TurnLog {
         this.#liveTtlMs,
         this.#liveTtlMs + this.#retentionMs,
         this.#indexTtlMs,
+        JSON.stringify(init.content),
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
@@ -498,17 +513,17 @@ class RedisTurnLog implements TurnLog {
     return pendingTurn(init);
   }
 
-  async getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined> {
+  async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
     const [turnKey, , leaseKey, , tombstoneKey] = this.#turnKeys(turnId);
     const client = await this.#redis();
-    const read = async (): Promise<[TurnHash, number, number]> =>
-      (await execAll(client.multi().hgetall(turnKey).exists(leaseKey).exists(tombstoneKey))) as [TurnHash, number, number];
+    const read = async (): Promise<[TurnHash, number, string | null]> =>
+      (await execAll(client.multi().hgetall(turnKey).exists(leaseKey).get(tombstoneKey))) as [TurnHash, number, string | null];
     let [hash, leased, tombstone] = await read();
-    if (hash['status'] === undefined) return tombstone === 1 ? 'expired' : undefined;
+    if (hash['status'] === undefined) return tombstone === null ? undefined : { expired: true, principal: tombstone };
     if (isLive(hash) && leased === 0) {
       await this.#endIfProducerLost(turnId);
       [hash, leased, tombstone] = await read();
-      if (hash['status'] === undefined) return tombstone === 1 ? 'expired' : undefined;
+      if (hash['status'] === undefined) return tombstone === null ? undefined : { expired: true, principal: tombstone };
     }
     return toStoredTurn(hash);
   }
@@ -522,14 +537,28 @@ class RedisTurnLog implements TurnLog {
     return { turnId, seq: result, ...(JSON.parse(body) as object) } as TurnEvent;
   }
 
-  async read(turnId: string, after: number, limit: number): Promise<EventPage> {
+  async read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
     const [, eventsKey] = this.#turnKeys(turnId);
     const client = await this.#redis();
-    // `${n}` as a range start means the id n-0, the entry of seq n.
-    const entries = await client.xrange(eventsKey, `${Math.max(0, after) + 1}`, '+', 'COUNT', limit + 1);
-    const hasMore = entries.length > limit;
-    const events = (hasMore ? entries.slice(0, limit) : entries).map((entry) => toEvent(turnId, entry));
-    return { events, hasMore };
+    const events: TurnEvent[] = [];
+    let bytes = 0;
+    let next = Math.max(0, after) + 1;
+    // Small batches, so a page of huge events is never held whole before the byte cut.
+    for (;;) {
+      const count = Math.min(limit - events.length + 1, READ_BATCH);
+      // `${n}` as a range start means the id n-0, the entry of seq n.
+      const entries = await client.xrange(eventsKey, `${next}`, '+', 'COUNT', count);
+      for (const entry of entries) {
+        // The stored body plus the turnId and seq the event gains on the wire.
+        const size = (entry[1][1]?.length ?? 0) + turnId.length + 32;
+        if (events.length === limit || (events.length > 0 && bytes + size > maxBytes)) return { events, hasMore: true };
+        bytes += size;
+        const event = toEvent(turnId, entry);
+        events.push(event);
+        next = event.seq + 1;
+      }
+      if (entries.length < count) return { events, hasMore: false };
+    }
   }
 
   async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
@@ -579,10 +608,10 @@ class RedisTurnLog implements TurnLog {
           expired.push(id);
           continue;
         }
-        let turn: StoredTurn | 'expired' | undefined = toStoredTurn(hash);
+        let turn: StoredTurn | ExpiredTurn | undefined = toStoredTurn(hash);
         // getTurn ends it first if its producer was lost, so the list never shows a dead turn as live.
         if (isLive(hash) && replies[2 * i + 1] === 0) turn = await this.getTurn(id);
-        if (typeof turn === 'object' && turn.principal === principal) found.push(turn);
+        if (turn !== undefined && !('expired' in turn) && turn.principal === principal) found.push(turn);
       }
     }
     // Retention removed these turns' records; their index entries go too.

@@ -1,0 +1,86 @@
+/**
+ * The state of one run: settings, unique ids, the error answers seen so far, and the
+ * turns checks share (each made once, on first use, so `--only` runs only what it needs).
+ */
+import type { CheckResult } from './check.js';
+import type { Answer, HttpSettings } from './http.js';
+import { createTurnFixtures, type TurnFixtures } from './fixtures.js';
+
+/** Options of {@link runConformance}. */
+export interface ConformanceOptions {
+  /** The protocol's base URL, e.g. `https://chat.example.com/api`. */
+  baseUrl: string;
+  /** Sections (`s2`) or check ids (`s2.seq-contiguous`) to run. Default: every check. */
+  only?: readonly string[];
+  /** Headers sent on every request, e.g. `{ authorization: 'Bearer …' }`. */
+  headers?: Record<string, string>;
+  /** Longest wait for one answer (headers and body of a JSON answer), ms. Default 10 000. */
+  timeoutMs?: number;
+  /** Longest wait for a turn to end once followed, ms. Default 30 000. */
+  turnTimeoutMs?: number;
+  /**
+   * The quiet pause the conformance agent is asked to hold, during which heartbeats must
+   * arrive, ms. Default 2.5 × the announced heartbeat interval (`Lifeline-Heartbeat`).
+   */
+  pauseMs?: number;
+  /** How much longer than the announced heartbeat interval a silence may last, ms. Default max(1000, interval). */
+  slackMs?: number;
+  /** How long the turn to be cancelled stays live unless cancelled, ms. Default 30 000. */
+  holdMs?: number;
+  /** Called with each result as soon as its check has run. */
+  onResult?: (result: CheckResult) => void;
+}
+
+/** What checks get. */
+export interface RunContext {
+  readonly http: HttpSettings;
+  readonly options: Readonly<ResolvedOptions>;
+  /** A conversation id unique to this run and `name`. */
+  conversationId(name: string): string;
+  /** A fresh valid Idempotency-Key unique to this run. */
+  newKey(): string;
+  /** Every answer with status ≥ 400 so far. */
+  readonly errorAnswers: readonly Answer[];
+  readonly turns: TurnFixtures;
+}
+
+/** The context before its shared turns exist (what the turn fixtures themselves use). */
+export type BaseContext = Omit<RunContext, 'turns'>;
+
+export interface ResolvedOptions {
+  timeoutMs: number;
+  turnTimeoutMs: number;
+  pauseMs: number | undefined;
+  slackMs: number | undefined;
+  holdMs: number;
+  runId: string;
+}
+
+/** Builds the context of one run. */
+export function createRunContext(options: ConformanceOptions): RunContext {
+  const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  const errorAnswers: Answer[] = [];
+  const http: HttpSettings = {
+    baseUrl: options.baseUrl,
+    headers: options.headers ?? {},
+    timeoutMs: options.timeoutMs ?? 10_000,
+    onErrorAnswer: (answer) => errorAnswers.push(answer),
+  };
+  const resolved: ResolvedOptions = {
+    timeoutMs: http.timeoutMs,
+    turnTimeoutMs: options.turnTimeoutMs ?? 30_000,
+    pauseMs: options.pauseMs,
+    slackMs: options.slackMs,
+    holdMs: options.holdMs ?? 30_000,
+    runId,
+  };
+  let keys = 0;
+  const base: BaseContext = {
+    http,
+    options: resolved,
+    conversationId: (name) => `conf-${runId}-${name}`,
+    newKey: () => `conformance-${runId}-${++keys}`,
+    errorAnswers,
+  };
+  return { ...base, turns: createTurnFixtures(base) };
+}
