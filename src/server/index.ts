@@ -6,6 +6,6 @@ export type { LifelineHandler, LifelineHandlerOptions } from './handler.js';
 export { createMemoryTurnLog, DEFAULT_RETENTION_MS } from './memory-turn-log.js';
 export type { MemoryTurnLog, MemoryTurnLogOptions } from './memory-turn-log.js';
 export type { ServerErrorReporter, ServerErrorPhase } from './producer.js';
-export { toNodeListener, serve } from './node.js';
+export { toNodeListener, serve, answerRefusedRequests } from './node.js';
 export type { FetchHandler, NodeListener, NodeListenerOptions, ServeOptions, ServedHandler } from './node.js';
 export type { JsonValue, MessageContent, TurnEvent, TurnObject, ServerErrorCode, ServerTurnStatus } from '../protocol/schemas.js';
