@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,hydration,memory,size`, `--runs N` (runs per
+ * Options: `--only throughput,resume,stall,hydration,memory,readers,size`, `--runs N` (runs per
  * throughput contender, default 3), `--no-build` (use dist/ as it is).
  */
 import { execFileSync } from 'node:child_process';
@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { startBenchServer, type BenchServer } from './lib/bench-server.js';
 import { chromiumVersion } from './lib/chromium.js';
 import { benchMemory, memoryReport } from './memory.js';
+import { benchPausedReaders, pausedReadersReport } from './paused-readers.js';
 import { benchResume, resumeReport } from './resume.js';
 import { benchStall, stallReport } from './stall.js';
 import { benchStorage, storageReport } from './storage.bench.js';
@@ -72,6 +73,11 @@ const SECTIONS: Section[] = [
     id: 'memory',
     title: 'Memory held by a turn',
     run: async (server, log) => memoryReport(await benchMemory(server, { log })),
+  },
+  {
+    id: 'readers',
+    title: 'Server memory per paused reader (bench/paused-readers.ts)',
+    run: async (_server, log) => pausedReadersReport(await benchPausedReaders({ log })),
   },
 ];
 
