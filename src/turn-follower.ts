@@ -9,7 +9,7 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { createBackoff, type RetryPolicy } from './core/backoff.js';
 import { createBatcher, createEmitter } from './core/subscribable.js';
-import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText } from './core/turn-reducer.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnEntries, turnParts, turnText } from './core/turn-reducer.js';
 import { asLifelineError, errorFromJson, LifelineError, ProtocolError, TransportError } from './errors.js';
 import { decodeEvent, decodeEventValue, DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from './protocol/decode.js';
 import { sha256Hex } from './protocol/integrity.js';
@@ -213,6 +213,7 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
       messageId: state.messageId ?? origin.messageId,
       status,
       text: turnText(state),
+      parts: turnParts(state),
       actions: state.actions,
       lastSeq: state.lastSeq,
       error,
@@ -603,7 +604,7 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
 
   /** Stores the ended turn as one row with its text (its events are dropped). */
   function fold(ending: TurnStatus, cause?: LifelineError): void {
-    void persistence.end(id, { status: ending, text: turnText(state), actions: state.actions, lastSeq: state.lastSeq, ...(cause && { error: cause }) });
+    void persistence.end(id, { status: ending, text: turnText(state), actions: state.actions, parts: turnEntries(state), lastSeq: state.lastSeq, ...(cause && { error: cause }) });
   }
 
   function finish(ending: TurnStatus): void {

@@ -2,11 +2,13 @@
  * Public types of the Lifeline client. Implementations live in `client.ts`,
  * `transport/`, `storage/` and `outbox/`; this file is the contract between them.
  */
+import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, OutboxRecord, Store, TurnStatus } from './storage/store.js';
 
-export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './storage/store.js';
+export type { MessagePart, TextPart } from './core/turn-reducer.js';
+export type { ActionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './storage/store.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
 export interface Subscribable<T> {
@@ -51,6 +53,11 @@ export interface TurnSnapshot {
   status: TurnStatus;
   /** The assistant text: a pure function of the applied events. */
   text: string;
+  /**
+   * The assistant message's parts in order: text parts (the deltas placed in them) and
+   * every `part` event's part as sent (reasoning, tool calls, AI SDK chunks, app data).
+   */
+  parts: readonly MessagePart[];
   /** Actions by first appearance, each at its latest state. */
   actions: readonly ActionState[];
   lastSeq: number;

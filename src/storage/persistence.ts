@@ -18,7 +18,7 @@ import { asStorageError, type LifelineError, type StorageError } from '../errors
 import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
-import type { ActionState, LoadedTurn, Store, TurnRecord, TurnStatus, TurnWrite } from './store.js';
+import type { ActionState, LoadedTurn, PartEntry, Store, TurnRecord, TurnStatus, TurnWrite } from './store.js';
 
 /** What the persistence layer asks a followed turn when it writes its row. */
 export interface TurnMeta {
@@ -34,6 +34,8 @@ export interface FoldedTurn {
   status: TurnStatus;
   text: string;
   actions: readonly ActionState[];
+  /** The message's entries (text parts and parts, in order). */
+  parts: readonly PartEntry[];
   lastSeq: number;
   error?: LifelineError;
 }
@@ -337,8 +339,8 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       // The fold: a row with the whole text.
       return write(() => {
         const base = row(turnId, folded.lastSeq);
-        const { status, text, actions, error } = folded;
-        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
+        const { status, text, actions, parts, error } = folded;
+        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], parts: parts as PartEntry[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
       });
     },
     discard(turnId) {

@@ -1,5 +1,5 @@
 import type { LifelineError, StorageError } from '../errors.js';
-import type { ActionEvent, MessageContent, TurnEvent } from '../protocol/schemas.js';
+import type { ActionEvent, MessageContent, PartObject, TurnEvent } from '../protocol/schemas.js';
 
 /** Status of a turn as the client tracks it (wider than the server's). */
 export type TurnStatus =
@@ -28,6 +28,17 @@ export interface ActionState {
 }
 
 /**
+ * One entry of a turn's message, in order: a `part` event's part, or (no `part`) the start
+ * of an implicit text part, opened by a delta that found no text part open. `at` is the
+ * turn's text length when the entry was applied: a text part's text runs from its `at` to
+ * the next text part's.
+ */
+export interface PartEntry {
+  at: number;
+  part?: PartObject;
+}
+
+/**
  * A turn's metadata row (object store `turns`). Text and actions of an unfinished turn
  * live in its chunks; once ended the chunks are folded into `text`/`actions` here.
  */
@@ -51,6 +62,8 @@ export interface TurnRecord {
   text?: string;
   /** Present once folded (ended turns). */
   actions?: ActionState[];
+  /** Present once folded (ended turns that had parts): the message's entries. */
+  parts?: PartEntry[];
   /** Failure of an ended turn, as plain data. */
   error?: ReturnType<LifelineError['toJSON']>;
 }
