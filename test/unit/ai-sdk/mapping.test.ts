@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createChunkLogger, createChunkReplayer, type LoggedChunk } from '../../../src/ai-sdk/mapping.js';
 import { buildUIMessage } from '../../../src/ai-sdk/ui-message.js';
 import { reduceEvents, turnParts } from '../../../src/core/turn-reducer.js';
-import type { PartObject, TurnEvent } from '../../../src/protocol/schemas.js';
+import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { anyChunk, referenceMessage, validStream } from './chunks.js';
 
 const TURN = 'turn_mapping_000000001';
@@ -109,7 +109,7 @@ describe('chunk → event', () => {
 
 describe('event → chunk', () => {
   it('gives a plain-text turn a start, one implicit text part per run of deltas, and the end chunk of its status', () => {
-    const plain = (status: 'complete' | 'failed' | 'cancelled', error?: PartObject) => {
+    const plain = (status: 'complete' | 'failed' | 'cancelled', error?: { code: string; message: string }) => {
       const events: TurnEvent[] = [
         { turnId: TURN, seq: 1, type: 'delta', text: 'a' },
         { turnId: TURN, seq: 2, type: 'delta', text: '' },
