@@ -160,6 +160,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     if (held?.done) return held.revive();
     if (held) return held.replayAlongside();
     const follower = createFollower(turn.id);
+    // A 1.1 server says which message started the turn: the conversation shows it too.
+    if (turn.content !== undefined && !persistence.message(turn.id)) persistence.setMessage(turn.id, { content: turn.content });
     follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
     const stored = await persistence.loadTurn(turn.id);
     if (stored) follower.restore(stored);
@@ -200,7 +202,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   };
 
   /** One conversation's interleaved items: each user message before the turn it started, pending ones last. */
-  const conversationView = (id: string): Conversation => {
+  const conversationView = (id: string, ready: Promise<void>): Conversation => {
     // This conversation's entries, accepted ones included (they link a message to its turn).
     const entries = filteredStore(outbox.entries, (entry) => entry.conversationId === id);
     const send = (content: MessageContent) => {
@@ -211,6 +213,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     let sources: unknown[] = [];
     return {
       id,
+      ready,
       outbox: createOutboxView(outbox, (entry) => entry.conversationId === id && isUnaccepted(entry)),
       send,
       resend(turnId) {
@@ -283,8 +286,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertId('conversationId', conversationId);
       let view = conversations.get(conversationId);
       if (!view) {
-        conversations.set(conversationId, (view = conversationView(conversationId)));
-        void hydrate(conversationId);
+        conversations.set(conversationId, (view = conversationView(conversationId, hydrate(conversationId))));
       }
       return view;
     },

@@ -215,6 +215,8 @@ export interface ConversationSnapshot {
 /** One conversation: send into it, read its interleaved messages. */
 export interface Conversation extends ExternalStore<ConversationSnapshot> {
   readonly id: string;
+  /** Resolves once the conversation's stored turns (and their messages) are in its snapshot, before any network. Never rejects. */
+  readonly ready: Promise<void>;
   send(content: MessageContent): Submission;
   /**
    * Sends the message that started `turnId` again as a new submission (a new operation

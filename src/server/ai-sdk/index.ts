@@ -61,11 +61,14 @@ async function assistantMessage(log: TurnLog, turn: StoredTurn): Promise<UIMessa
 }
 
 /** The conversation before `context`'s turn, from the log: each turn's user message, then its answer. */
-async function readHistory(log: TurnLog, context: AgentContext, limit: number): Promise<UIMessage[]> {
+async function readHistory(log: TurnLog, context: AgentContext, message: UIMessage, limit: number): Promise<UIMessage[]> {
   const turns = (await log.listTurns(context.conversationId, context.principal, limit)).filter((turn) => turn.id !== context.turnId).reverse();
   const messages: UIMessage[] = [];
   for (const turn of turns) {
-    messages.push(userMessage(turn.content, turn.messageId));
+    const user = userMessage(turn.content, turn.messageId);
+    // The same message sent again (regenerate) replaces its earlier answer.
+    if (user.id === message.id) continue;
+    messages.push(user);
     const answer = await assistantMessage(log, turn);
     if (answer) messages.push(answer);
   }
@@ -118,7 +121,7 @@ class UIMessageStreamFailed extends Error {}
 export function uiMessageAgent(produce: UIMessageProducer, options: UIMessageAgentOptions = {}): Agent {
   return async function* (context): AsyncGenerator<AgentEvent> {
     const message = userMessage(context.content, context.messageId);
-    const earlier = options.history ? await options.history(context) : options.log ? await readHistory(options.log, context, options.historyTurns ?? 100) : [];
+    const earlier = options.history ? await options.history(context) : options.log ? await readHistory(options.log, context, message, options.historyTurns ?? 100) : [];
     const log = createChunkLogger(context.turnId);
     for await (const chunk of chunksOf(await produce({ ...context, message, messages: [...earlier, message] }), context.signal)) {
       if (typeof chunk !== 'object' || chunk === null || typeof (chunk as { type?: unknown }).type !== 'string') {

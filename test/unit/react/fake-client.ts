@@ -122,6 +122,7 @@ function fakeConversation(id: string): FakeConversation {
   const retried: string[] = [];
   return {
     id,
+    ready: Promise.resolve(),
     store,
     outboxStore,
     sent,
