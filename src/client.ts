@@ -144,8 +144,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertId('conversationId', conversationId);
       let view = conversations.get(conversationId);
       if (!view) {
-        conversations.set(conversationId, (view = createConversationView(conversationId, { outbox, submissions, persistence, turns, assertUsable })));
-        void registry.hydrate(conversationId);
+        const hydrated = registry.hydrate(conversationId);
+        conversations.set(conversationId, (view = createConversationView(conversationId, hydrated, { outbox, submissions, persistence, turns, assertUsable })));
       }
       return view;
     },

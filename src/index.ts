@@ -25,6 +25,9 @@ export type {
   TurnStatus,
   EndedTurnStatus,
   ActionState,
+  MessagePart,
+  TextPart,
+  PartEntry,
   ConnectionInfo,
   ConnectionState,
   RecoveryInfo,
@@ -50,4 +53,4 @@ export type {
   OutboxState,
 } from './types.js';
 export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult, TurnWrite } from './storage/store.js';
-export type { JsonValue, MessageContent } from './protocol/schemas.js';
+export type { JsonValue, MessageContent, PartObject } from './protocol/schemas.js';

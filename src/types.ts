@@ -2,13 +2,15 @@
  * Public types of the Lifeline client. Implementations live in `client.ts`,
  * `transport/`, `storage/` and `outbox/`; this file is the contract between them.
  */
+import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
 import type { Store } from './storage/store.js';
 
-export type { ActionState, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
+export type { MessagePart, TextPart } from './core/turn-reducer.js';
+export type { ActionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
 export type { RetryOptions } from './core/backoff.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
@@ -54,6 +56,11 @@ export interface TurnSnapshot {
   status: TurnStatus;
   /** The assistant text: a pure function of the applied events. */
   text: string;
+  /**
+   * The assistant message's parts in order: text parts (the deltas placed in them) and
+   * every `part` event's part as sent (reasoning, tool calls, AI SDK chunks, app data).
+   */
+  parts: readonly MessagePart[];
   /** Actions by first appearance, each at its latest state. */
   actions: readonly ActionState[];
   lastSeq: number;
@@ -195,6 +202,8 @@ export interface ConversationSnapshot {
 /** One conversation: send into it, read its interleaved messages. */
 export interface Conversation extends ExternalStore<ConversationSnapshot> {
   readonly id: string;
+  /** Resolves once the conversation's stored turns (and their messages) are in its snapshot, before any network. Never rejects. */
+  readonly ready: Promise<void>;
   send(content: MessageContent): Submission;
   /**
    * Sends the message that started `turnId` again as a new submission (a new operation

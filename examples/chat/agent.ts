@@ -1,7 +1,8 @@
 /**
  * The example's fake agent: a plausible answer streamed as many small deltas at a steady
  * token rate, and, when asked for personas, a `propose_personas` action before the
- * closing text. No model is involved; the point is a realistic stream to break.
+ * closing text; asked about the weather, a reasoning part and a `get_weather` tool call
+ * (structured parts) before the text. No model is involved; the point is a realistic stream to break.
  */
 import type { Agent, AgentEvent } from 'lifeline/server';
 import type { JsonValue, MessageContent } from 'lifeline/server';
@@ -133,6 +134,16 @@ export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
       failedOnce.add(failKey);
       yield* stream('Starting on that now. Looking up the details and drafting an answer for you');
       throw new Error('The fake agent was asked to fail.');
+    }
+
+    if (/weather/iu.test(text)) {
+      // Structured parts (PROTOCOL 1.1): reasoning, then a tool call with its input and output.
+      yield { type: 'part', part: { type: 'reasoning', text: `The user asks about the weather for ${topic}. I will look it up first.` } };
+      const toolCallId = `weather-${turnId}`;
+      await sleep(interval * 4, signal);
+      yield { type: 'part', part: { type: 'tool-get_weather', toolCallId, state: 'output-available', input: { place: topic }, output: { forecast: 'sunny', celsius: 21 } } };
+      yield* stream(`It looks sunny for ${topic}, around 21 °C. A light jacket for the evening should do.`);
+      return;
     }
 
     if (/persona/iu.test(text)) {

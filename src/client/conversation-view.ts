@@ -18,7 +18,7 @@ export interface ConversationSources {
   assertUsable: () => void;
 }
 
-export function createConversationView(id: string, { outbox, submissions, persistence, turns, assertUsable }: ConversationSources): Conversation {
+export function createConversationView(id: string, ready: Promise<void>, { outbox, submissions, persistence, turns, assertUsable }: ConversationSources): Conversation {
   // This conversation's entries, accepted ones included (they link a message to its turn).
   const entries = filteredStore(outbox.entries, (entry) => entry.conversationId === id);
   const send = (content: MessageContent): Submission => {
@@ -29,6 +29,7 @@ export function createConversationView(id: string, { outbox, submissions, persis
   let sources: unknown[] = [];
   return {
     id,
+    ready,
     outbox: createOutboxView(outbox, (entry) => entry.conversationId === id && isUnaccepted(entry)),
     send,
     resend(turnId) {

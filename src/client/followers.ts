@@ -99,6 +99,8 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
       }
     },
     async adopt(turn) {
+      // The list carries the message that started the turn (1.1): a new device shows it too.
+      if (turn.content !== undefined && !persistence.message(turn.id)) persistence.setMessage(turn.id, { content: turn.content });
       const held = followers.get(turn.id);
       if (held?.done) return held.revive();
       if (held) return held.replayAlongside();

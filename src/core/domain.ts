@@ -4,7 +4,7 @@
  * above it; `storage/store.ts` and `types.ts` re-export them under their old names.
  */
 import type { LifelineError } from '../errors.js';
-import type { ActionEvent, MessageContent } from '../protocol/schemas.js';
+import type { ActionEvent, MessageContent, PartObject } from '../protocol/schemas.js';
 
 /** Status of a turn as the client tracks it (wider than the server's). */
 export type TurnStatus =
@@ -35,6 +35,17 @@ export interface ActionState {
   error?: ActionEvent['error'];
   /** seq of the last event that changed this action. */
   seq: number;
+}
+
+/**
+ * One entry of a turn's message, in order: a `part` event's part, or (no `part`) the start
+ * of an implicit text part, opened by a delta that found no text part open. `at` is the
+ * turn's text length when the entry was applied: a text part's text runs from its `at` to
+ * the next text part's.
+ */
+export interface PartEntry {
+  at: number;
+  part?: PartObject;
 }
 
 /** State of an outbox entry. */

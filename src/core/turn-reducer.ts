@@ -4,16 +4,32 @@
  * {@link classifyEvent} says what an incoming event is (next in line, duplicate, gap, …)
  * and {@link applyEvent} applies it only when it is next in line.
  */
-import type { TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
-import type { ActionState } from './domain.js';
+import type { PartObject, TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
+import type { ActionState, PartEntry } from './domain.js';
 
 /** Where a turn is, as far as its applied events tell. */
 export type TurnPhase = 'pending' | 'streaming' | 'ended';
 
 /**
- * Immutable state of one turn. States share an append-only array of text parts: a new
- * state only records how many parts it sees, so applying a delta is O(1) and never
- * concatenates strings (per-token `+=` is quadratic once V8 flattens the rope to render).
+ * The turn's text, shared by the states of one line of history: an append-only list of
+ * chunks (the deltas' texts), compacted into `flat` whenever the newest text is read. A
+ * delta is then O(1) and never concatenates strings (per-token `+=` is quadratic once V8
+ * flattens the rope to render), and a read text is held once, not also as its chunks.
+ */
+export interface TextChunks {
+  /** The first `flatCount` chunks, joined. */
+  flat: string;
+  flatCount: number;
+  /** Chunks `flatCount …` not yet joined. */
+  tail: string[];
+  /** Chunks appended so far (`flatCount + tail.length`). */
+  count: number;
+}
+
+/**
+ * Immutable state of one turn. States share their append-only chunks and part entries: a
+ * new state only records how many of each it sees, so applying an event is O(1). Applying
+ * to an older state (a fork) copies instead.
  */
 export interface TurnState {
   readonly turnId: string;
@@ -29,10 +45,28 @@ export interface TurnState {
   readonly actions: readonly ActionState[];
   /** The `turn.end` event once applied. */
   readonly end: TurnEndEvent | undefined;
-  /** Shared append-only parts; only the first `partCount` belong to this state. */
-  readonly parts: readonly string[];
+  /** Shared text chunks; only the first `chunkCount` belong to this state. */
+  readonly chunks: TextChunks;
+  readonly chunkCount: number;
+  /** Shared message entries, in order; only the first `partCount` belong to this state. */
+  readonly parts: readonly PartEntry[];
   readonly partCount: number;
+  /** Index of the text entry deltas go to; -1 when none is open (the next delta opens an implicit one). */
+  readonly openText: number;
 }
+
+/** A text part of the message as {@link turnParts} shows it: its deltas joined. */
+export interface TextPart {
+  readonly type: 'text';
+  readonly text: string;
+  /** The `text-start` part that opened it; absent for implicit text (deltas with no part open). */
+  readonly start?: PartObject;
+  /** The `text-end` part that closed it, once applied. */
+  readonly end?: PartObject;
+}
+
+/** One part of the assistant's message: text, or a `part` event's part exactly as sent. */
+export type MessagePart = TextPart | PartObject;
 
 /**
  * What an incoming event is relative to a state: `next` (seq = lastSeq + 1: apply it),
@@ -60,9 +94,23 @@ export function initialTurnState(turnId: string): TurnState {
     textLength: 0,
     actions: [],
     end: undefined,
+    chunks: newChunks(''),
+    chunkCount: 0,
     parts: [],
     partCount: 0,
+    openText: -1,
   };
+}
+
+function newChunks(flat: string): TextChunks {
+  return { flat, flatCount: 0, tail: [], count: 0 };
+}
+
+/** `list` with `item` appended at `count`: in place when this state owns the list's tail, else a copy (a fork). */
+function append<T>(list: readonly T[], count: number, item: T): T[] {
+  const owned = (list.length === count ? list : list.slice(0, count)) as T[];
+  owned.push(item);
+  return owned;
 }
 
 /** Says what `event` is relative to `state`; never throws. */
@@ -85,18 +133,32 @@ export function applyEvent(state: TurnState, event: TurnEvent, limits?: ReducerL
  * classifies first to report duplicates and gaps; this spares the second check).
  */
 export function applyNext(state: TurnState, event: TurnEvent): TurnState {
-  let { conversationId, messageId, createdAt, textLength, actions, end, parts, partCount } = state;
+  let { conversationId, messageId, createdAt, textLength, actions, end, chunks, chunkCount, parts, partCount, openText } = state;
   let phase: TurnPhase = 'streaming';
-  if (event.type === 'turn.start') ({ conversationId, messageId, createdAt } = event);
-  else if (event.type === 'delta') {
-    if (event.text) {
-      // Appends to the shared parts when this state owns their tail; copies on a fork.
-      if (parts.length !== partCount) parts = parts.slice(0, partCount);
-      (parts as string[]).push(event.text);
-      partCount++;
-      textLength += event.text.length;
+  if (event.type === 'delta') {
+    const { text } = event;
+    if (text) {
+      // A delta with no text part open starts an implicit one (a plain-text turn is one text part).
+      if (openText < 0) {
+        parts = append(parts, partCount, { at: textLength });
+        openText = partCount++;
+      }
+      // A fork (this state is not the newest of its chunks) starts its own chunks from its text.
+      if (chunks.count !== chunkCount) chunks = { ...newChunks(turnText(state)), flatCount: chunkCount, count: chunkCount };
+      chunks.tail.push(text);
+      chunks.count = ++chunkCount;
+      textLength += text.length;
     }
-  } else if (event.type === 'action') {
+  } else if (event.type === 'part') {
+    const { part } = event;
+    const open = parts[openText]?.part;
+    // text-start names the text part the following deltas go to; its text-end (same id) closes it.
+    // Any other part closes implicit text, so text, a part, then text reads as three parts.
+    if (part.type === 'text-start') openText = partCount;
+    else if (openText >= 0 && (!open || (part.type === 'text-end' && open.id === part.id))) openText = -1;
+    parts = append(parts, partCount++, { at: textLength, part });
+  } else if (event.type === 'turn.start') ({ conversationId, messageId, createdAt } = event);
+  else if (event.type === 'action') {
     const { turnId, type, ...fields } = event;
     const index = actions.findIndex((action) => action.callId === event.callId);
     // A later event may omit what an earlier one said (`completed` without `input`): keep it.
@@ -107,7 +169,7 @@ export function applyNext(state: TurnState, event: TurnEvent): TurnState {
     end = event;
   }
   // One literal for every state: all share one hidden class, which keeps the per-event cost low.
-  return { turnId: state.turnId, lastSeq: event.seq, phase, conversationId, messageId, createdAt, textLength, actions, end, parts, partCount };
+  return { turnId: state.turnId, lastSeq: event.seq, phase, conversationId, messageId, createdAt, textLength, actions, end, chunks, chunkCount, parts, partCount, openText };
 }
 
 /**
@@ -119,20 +181,57 @@ export function skipEvent(state: TurnState, seq: number): TurnState {
   return state.phase === 'ended' || seq !== state.lastSeq + 1 ? state : { ...state, lastSeq: seq };
 }
 
-/** Joined text per shared parts array, for the newest part count read so far. */
-const joined = new WeakMap<readonly string[], { count: number; text: string }>();
+/**
+ * The assistant text of `state`. Reading the newest state joins the chunks not yet joined
+ * into one string that replaces them (the text is held once); an older state's text is a
+ * prefix of it.
+ */
+export function turnText({ chunks, chunkCount, textLength }: TurnState): string {
+  if (chunkCount === chunks.count) {
+    if (chunks.tail.length) {
+      chunks.flat += chunks.tail.join('');
+      chunks.tail = [];
+      chunks.flatCount = chunkCount;
+    }
+    return chunks.flat;
+  }
+  return textLength <= chunks.flat.length ? chunks.flat.slice(0, textLength) : chunks.flat + chunks.tail.slice(0, chunkCount - chunks.flatCount).join('');
+}
 
 /**
- * The assistant text of `state`. Joined lazily and cached per shared parts array, so
- * reading after every few events costs only the new parts.
+ * The message's parts in order: each text part with its deltas joined (`text-start` and
+ * `text-end` fold into it), every other part as sent. A `text-end` naming no open text
+ * part stays a part of its own. O(parts), called once per snapshot.
  */
-export function turnText({ parts, partCount }: TurnState): string {
-  const cached = joined.get(parts) ?? { count: 0, text: '' };
-  // An older state read after a newer one: answer without disturbing the newest cache.
-  if (cached.count > partCount) return parts.slice(0, partCount).join('');
-  const text = cached.text + parts.slice(cached.count, partCount).join('');
-  joined.set(parts, { count: partCount, text });
-  return text;
+export function turnParts(state: TurnState): MessagePart[] {
+  const text = turnText(state);
+  const result: MessagePart[] = [];
+  const open = new Map<unknown, number>();
+  // The text part being filled: its index in `result` and where its text starts.
+  let current = -1;
+  let from = 0;
+  const close = (to: number): void => {
+    if (current >= 0) result[current] = { ...(result[current] as TextPart), text: text.slice(from, to) };
+  };
+  for (let i = 0; i < state.partCount; i++) {
+    const { at, part } = state.parts[i]!;
+    if (!part || part.type === 'text-start') {
+      close(at);
+      current = result.length;
+      from = at;
+      result.push(part ? { type: 'text', text: '', start: part } : { type: 'text', text: '' });
+      if (part) open.set(part.id, current);
+    } else {
+      const index = part.type === 'text-end' ? open.get(part.id) : undefined;
+      if (index === undefined) result.push(part);
+      else {
+        open.delete(part.id);
+        result[index] = { ...(result[index] as TextPart), end: part };
+      }
+    }
+  }
+  close(state.textLength);
+  return result;
 }
 
 /** Folds a whole log (already in seq order) into a state; events that are not next are skipped. */
@@ -147,12 +246,20 @@ export interface FoldedTurnState {
   lastSeq: number;
   text: string;
   actions: readonly ActionState[];
+  /** Absent in rows older than parts: their text is one implicit text part. */
+  parts?: readonly PartEntry[] | undefined;
   conversationId?: string;
   messageId?: string;
 }
 
+/** The message entries of `state`, as a folded row keeps them. */
+export function turnEntries(state: TurnState): PartEntry[] {
+  return state.parts.slice(0, state.partCount);
+}
+
 /** The state of an ended turn restored from its folded record (its events are gone). */
-export function foldedTurnState(turnId: string, { lastSeq, text, actions, conversationId, messageId }: FoldedTurnState): TurnState {
+export function foldedTurnState(turnId: string, { lastSeq, text, actions, parts, conversationId, messageId }: FoldedTurnState): TurnState {
+  const entries = parts ?? (text ? [{ at: 0 }] : []);
   return {
     ...initialTurnState(turnId),
     lastSeq,
@@ -161,7 +268,8 @@ export function foldedTurnState(turnId: string, { lastSeq, text, actions, conver
     messageId,
     textLength: text.length,
     actions,
-    parts: [text],
-    partCount: 1,
+    chunks: newChunks(text),
+    parts: entries,
+    partCount: entries.length,
   };
 }

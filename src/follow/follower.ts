@@ -11,7 +11,7 @@
 import { transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowEffect, FollowInput, FollowNotice, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
-import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnText, type TurnState } from '../core/turn-reducer.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, initialTurnState, skipEvent, turnEntries, turnText, type TurnState } from '../core/turn-reducer.js';
 import { asLifelineError, errorFromJson, ProtocolError, type LifelineError } from '../errors.js';
 import { decodeEvent, DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from '../protocol/decode.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
@@ -377,7 +377,7 @@ class Follower implements TurnFollower {
   #fold(error: LifelineError | undefined): void {
     const turn = this.#turn;
     const status = error ? 'failed' : (turn.end?.status ?? 'failed');
-    void this.#deps.persistence.end(this.id, { status, text: turnText(turn), actions: turn.actions, lastSeq: turn.lastSeq, ...(error && { error }) });
+    void this.#deps.persistence.end(this.id, { status, text: turnText(turn), actions: turn.actions, parts: turnEntries(turn), lastSeq: turn.lastSeq, ...(error && { error }) });
   }
 
   // ------------------------------------------------------------------ applying events

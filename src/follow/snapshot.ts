@@ -1,6 +1,6 @@
 /** The immutable views of a followed turn: the app's snapshot and the storage row's description. */
 import type { FollowState } from '../core/follow-types.js';
-import { turnText, type TurnState } from '../core/turn-reducer.js';
+import { turnParts, turnText, type TurnState } from '../core/turn-reducer.js';
 import type { TurnMeta } from '../storage/persistence.js';
 import type { ConnectionInfo, RecoveryInfo, StallInfo, TurnSnapshot } from '../types.js';
 import type { TurnOrigin } from './types.js';
@@ -26,6 +26,7 @@ export function buildSnapshot(
     messageId: turn.messageId ?? origin.messageId,
     status: machine.status,
     text: turnText(turn),
+    parts: turnParts(turn),
     actions: turn.actions,
     lastSeq: turn.lastSeq,
     error: machine.error,

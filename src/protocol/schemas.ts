@@ -1,5 +1,5 @@
 /**
- * zod schemas of every wire object in PROTOCOL.md (version 1). The client validates
+ * zod schemas of every wire object in PROTOCOL.md (version 1.1). The client validates
  * everything it receives with these; the reference server's tests validate everything
  * it produces with the same ones, so the two cannot drift apart.
  *
@@ -95,6 +95,14 @@ export const actionFields = {
 };
 export const actionEventSchema = z.object({ ...eventBase, type: z.literal('action'), ...actionFields });
 
+/**
+ * A structured piece of the assistant's message (reasoning, a tool call, a source, an
+ * AI SDK chunk, app data): a JSON object with a string `type`, opaque to the protocol.
+ */
+export type PartObject = { type: string; [key: string]: JsonValue };
+export const partSchema: z.ZodMiniType<PartObject> = z.catchall(z.object({ type: z.string() }), jsonValueSchema);
+export const partEventSchema = z.object({ ...eventBase, type: z.literal('part'), part: partSchema });
+
 export const turnEndStatusSchema = z.enum(['complete', 'failed', 'cancelled']);
 export const turnEndEventSchema = z.object({
   ...eventBase,
@@ -109,6 +117,7 @@ export const turnEventSchema = z.discriminatedUnion('type', [
   turnStartEventSchema,
   deltaEventSchema,
   actionEventSchema,
+  partEventSchema,
   turnEndEventSchema,
 ]);
 
@@ -116,12 +125,13 @@ export type TurnStartEvent = z.infer<typeof turnStartEventSchema>;
 export type DeltaEvent = z.infer<typeof deltaEventSchema>;
 export type ActionEvent = z.infer<typeof actionEventSchema>;
 export type ActionStatus = z.infer<typeof actionStatusSchema>;
+export type PartEvent = z.infer<typeof partEventSchema>;
 export type TurnEndEvent = z.infer<typeof turnEndEventSchema>;
 export type TurnEndStatus = z.infer<typeof turnEndStatusSchema>;
 /** Any event of a turn's log, as sent in an SSE `data:` line and in replay answers. */
 export type TurnEvent = z.infer<typeof turnEventSchema>;
 export type TurnEventType = TurnEvent['type'];
-export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta', 'action', 'turn.end'];
+export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta', 'action', 'part', 'turn.end'];
 
 // ---------------------------------------------------------------- section 3–5: turns
 

@@ -1,4 +1,4 @@
-import type { ActionStatus, JsonValue, MessageContent } from '../protocol/schemas.js';
+import type { ActionStatus, JsonValue, MessageContent, PartObject } from '../protocol/schemas.js';
 
 /** What the handler tells the agent about the turn it is producing. */
 export interface AgentContext {
@@ -36,8 +36,18 @@ export interface AgentActionEvent {
   error?: JsonValue;
 }
 
+/**
+ * A structured piece of the assistant's message (reasoning, a tool call, a source, app
+ * data, an AI SDK chunk), logged as a `part` event. `part` must be a JSON object with a
+ * string `type`; the handler refuses anything else (the turn ends `failed`).
+ */
+export interface AgentPartEvent {
+  type: 'part';
+  part: PartObject;
+}
+
 /** Anything an agent may yield. */
-export type AgentEvent = AgentDeltaEvent | AgentActionEvent;
+export type AgentEvent = AgentDeltaEvent | AgentActionEvent | AgentPartEvent;
 
 /**
  * The producer of a turn. The handler numbers what it yields, wraps it in

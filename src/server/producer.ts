@@ -1,5 +1,5 @@
 import { sha256Hex } from '../protocol/integrity.js';
-import { actionEventSchema, type JsonValue, type MessageContent, type TurnEndStatus } from '../protocol/schemas.js';
+import { actionEventSchema, partEventSchema, type JsonValue, type MessageContent, type TurnEndStatus } from '../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
 import { isExpiredTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
@@ -88,6 +88,14 @@ function toLogEvent(event: AgentEvent, limits: ProducerLimits): NewTurnEvent {
       throw new TurnFailure('turn_too_large', `An action exceeds the event size limit of ${limits.maxEventSize}.`);
     }
     return action;
+  }
+  if (event.type === 'part') {
+    const checked = partEventSchema.safeParse({ turnId: 'x', seq: 1, type: 'part', part: event.part });
+    if (!checked.success) throw new TurnFailure('invalid_agent_event', 'A part must be a JSON object with a string `type`.');
+    if (JSON.stringify(event.part).length + 80 > limits.maxEventSize) {
+      throw new TurnFailure('turn_too_large', `A part exceeds the event size limit of ${limits.maxEventSize}.`);
+    }
+    return { type: 'part', part: checked.data.part };
   }
   throw new TurnFailure('invalid_agent_event', `Unknown agent event type ${JSON.stringify((event as { type?: unknown }).type)}.`);
 }

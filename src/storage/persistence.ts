@@ -8,7 +8,7 @@ import type { LifelineError } from '../errors.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createGuardedStore, type OutboxStorage } from './guarded-store.js';
-import type { ActionState, LoadedTurn, Store, TurnRecord, TurnStatus } from './store.js';
+import type { ActionState, LoadedTurn, PartEntry, Store, TurnRecord, TurnStatus } from './store.js';
 import { createTurnRows, type TurnMessage, type TurnMeta } from './turn-rows.js';
 import { createWriteBuffer } from './write-buffer.js';
 
@@ -20,6 +20,8 @@ export interface FoldedTurn {
   status: TurnStatus;
   text: string;
   actions: readonly ActionState[];
+  /** The message's entries (text parts and parts, in order). */
+  parts: readonly PartEntry[];
   lastSeq: number;
   error?: LifelineError;
 }
@@ -134,8 +136,8 @@ export function createPersistence(options: PersistenceOptions): Persistence {
       // The fold: a row with the whole text.
       return buffer.write(() => {
         const base = rows.row(turnId, folded.lastSeq);
-        const { status, text, actions, error } = folded;
-        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
+        const { status, text, actions, parts, error } = folded;
+        return base ? [{ record: { ...base, status, text, actions: actions as ActionState[], parts: parts as PartEntry[], endedAt: base.updatedAt, ...(error && { error: error.toJSON() }) } }] : [];
       });
     },
     discard(turnId) {

@@ -1,8 +1,8 @@
 import type { LifelineError, StorageError } from '../errors.js';
-import type { ActionState, OutboxRecord, TurnStatus } from '../core/domain.js';
+import type { ActionState, OutboxRecord, PartEntry, TurnStatus } from '../core/domain.js';
 import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
 
-export type { ActionState, EndedTurnStatus, OutboxRecord, OutboxState, TurnStatus } from '../core/domain.js';
+export type { ActionState, EndedTurnStatus, OutboxRecord, OutboxState, PartEntry, TurnStatus } from '../core/domain.js';
 
 /**
  * A turn's metadata row (object store `turns`). Text and actions of an unfinished turn
@@ -28,6 +28,8 @@ export interface TurnRecord {
   text?: string;
   /** Present once folded (ended turns). */
   actions?: ActionState[];
+  /** Present once folded (ended turns that had parts): the message's entries. */
+  parts?: PartEntry[];
   /** Failure of an ended turn, as plain data. */
   error?: ReturnType<LifelineError['toJSON']>;
 }

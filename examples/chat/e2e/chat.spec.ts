@@ -30,6 +30,20 @@ test('propose_personas: the action card survives a dropped stream', async ({ pag
   await expect(card.locator('[data-persona-name]')).toHaveText(names.map((n) => new RegExp(n)));
 });
 
+test('structured parts: reasoning and a tool call show above the answer and survive a dropped stream', async ({ page, app }) => {
+  await openChat(page, app, uniqueConversation());
+  await sendMessage(page, 'What is the weather for a picnic in Oslo?');
+  const turn = lastTurn(page);
+  await expect(turn.locator('[data-part="reasoning"]')).toContainText('weather');
+  app.lab.cut();
+  await expectTurnMatchesServer(app, turn);
+  const tool = turn.locator('[data-part="tool"]');
+  await expect(tool).toHaveAttribute('data-tool-name', 'get_weather');
+  await expect(tool).toHaveAttribute('data-tool-state', 'output-available');
+  await expect(tool).toContainText('sunny');
+  await expect(turn.locator('[data-part]')).toHaveCount(2);
+});
+
 test('reload mid-stream: the partial text shows from storage before the stream reconnects', async ({ page, app }) => {
   await openChat(page, app, uniqueConversation());
   await sendMessage(page, 'Give me a plan for learning to cook');

@@ -2,6 +2,7 @@ import type { ActionState, ConversationItem, MessageContent, OutboxEntry, TurnSn
 import { useLifeline, type UseConversationResult } from 'lifeline/react';
 import { useEffect, useRef } from 'react';
 import { ActionCard } from './action-card.js';
+import { PartView } from './part-view.js';
 
 const SUGGESTIONS = [
   'Propose three personas for a travel booking app',
@@ -117,6 +118,7 @@ function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: ((
     <article className="message assistant" data-message-role="assistant" data-turn-id={turn.id} data-status={turn.status}>
       <div className="avatar" aria-hidden="true">L</div>
       <div className="body">
+        {turn.parts.map((part, index) => (part.type === 'text' ? null : <PartView key={index} part={part} />))}
         <div className={showCaret ? 'text streaming' : 'text'} data-turn-text="">
           {turn.text}
         </div>

@@ -190,7 +190,7 @@ describe('bursts: capped writes, one in flight', () => {
     gated.open.shift()?.();
     await expect.poll(() => gated.writes).toEqual([50, 50]);
     expect((await gated.inner.loadTurn('turn_b'))?.events ?? []).toEqual([]);
-    const ended = persistence.end('turn_a', { status: 'complete', text: 'a'.repeat(200), actions: [], lastSeq: 200 });
+    const ended = persistence.end('turn_a', { status: 'complete', text: 'a'.repeat(200), actions: [], parts: [{ at: 0 }], lastSeq: 200 });
     const flushed = persistence.flush();
     let settled = false;
     void Promise.all([ended, flushed]).then(() => (settled = true));

@@ -80,7 +80,7 @@ describe.each(backends)('user messages survive a reload ($name)', ({ stores }) =
     );
     const stored = (await firstStore.loadTurn(turn.id))?.record as TurnRecord;
     expect(Object.keys(stored).sort()).toEqual(
-      ['actions', 'content', 'conversationId', 'createdAt', 'endedAt', 'id', 'lastSeq', 'messageId', 'operationId', 'status', 'text', 'updatedAt'],
+      ['actions', 'content', 'conversationId', 'createdAt', 'endedAt', 'id', 'lastSeq', 'messageId', 'operationId', 'parts', 'status', 'text', 'updatedAt'],
     );
     first.dispose();
     // What the outbox does ~10 s after acceptance: the entry is deleted.

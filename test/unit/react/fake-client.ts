@@ -49,7 +49,7 @@ export function writableStore<S>(initial: S): WritableStore<S> {
 }
 
 export function turnSnapshot(id: string, patch: Partial<TurnSnapshot> = {}): TurnSnapshot {
-  return { id, status: 'streaming', text: '', actions: [], lastSeq: 0, connection: { state: 'open', attempt: 0 }, ...patch };
+  return { id, status: 'streaming', text: '', parts: [], actions: [], lastSeq: 0, connection: { state: 'open', attempt: 0 }, ...patch };
 }
 
 export function entry(operationId: string, conversationId: string, patch: Partial<OutboxEntry> = {}): OutboxEntry {
@@ -122,6 +122,7 @@ function fakeConversation(id: string): FakeConversation {
   const retried: string[] = [];
   return {
     id,
+    ready: Promise.resolve(),
     store,
     outboxStore,
     sent,

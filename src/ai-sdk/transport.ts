@@ -1,0 +1,151 @@
+/**
+ * `createChatTransport`: the AI SDK's `useChat` over a Lifeline client (PROTOCOL.md §9).
+ * Built on the client's public API only: a message goes through the durable outbox, a turn
+ * is followed by the client (one network stream per turn across tabs), and the streams
+ * handed to `useChat` replay each turn from its first chunk.
+ */
+import type { ChatTransport, UIMessage, UIMessageChunk } from 'ai';
+import { asLifelineError } from '../errors.js';
+import type { MessageContent } from '../protocol/schemas.js';
+import type { LifelineClient, Turn, TurnSnapshot } from '../types.js';
+import { createDeliveredMarks } from './delivered.js';
+import { conversationMessages } from './messages.js';
+import { turnStream } from './turn-stream.js';
+
+export interface ChatTransportOptions {
+  /**
+   * How long `loadMessages` waits for the server's list of the conversation's turns
+   * before answering with what this device holds (the list still lands in the client), ms.
+   * Default 3 000.
+   */
+  listTimeoutMs?: number;
+  /** Prefix of the `localStorage` keys that remember the last turn delivered per chat. Default `'lifeline-ai-sdk:'`. */
+  storageKey?: string;
+  /** Failures the transport cannot hand to `useChat` (a cancel or list that failed). Default: none. */
+  onError?: (error: unknown) => void;
+}
+
+/** A `ChatTransport` that also cancels a chat's live turn and loads its messages. */
+export interface LifelineChatTransport extends ChatTransport<UIMessage> {
+  /** Replays from the first chunk: `useChat` resets the message it resumes. */
+  readonly resumeStreamIsReplay: true;
+  /** Cancels the chat's newest turn that has not ended, whichever stream shows it (a Stop button after a reload). */
+  cancel(chatId: string): Promise<void>;
+  /** The conversation as `UIMessage`s, from this device's storage and the server's log, for `useChat`'s `messages`. */
+  loadMessages(chatId: string): Promise<UIMessage[]>;
+}
+
+const isLive = (turn: TurnSnapshot): boolean => !['complete', 'failed', 'cancelled'].includes(turn.status);
+
+/**
+ * Creates the transport. `chatId` is the conversation id.
+ *
+ * @example
+ * const transport = createChatTransport(client);
+ * const { messages, sendMessage, stop } = useChat({ id: chatId, transport, messages: await transport.loadMessages(chatId), resume: true });
+ */
+export function createChatTransport(client: LifelineClient, options: ChatTransportOptions = {}): LifelineChatTransport {
+  const marks = createDeliveredMarks(options.storageKey ?? 'lifeline-ai-sdk:');
+  const report = (error: unknown): void => options.onError?.(error);
+  /** Reconnects under way per chat: concurrent calls answer the same turn. */
+  const lookups = new Map<string, Promise<string | undefined>>();
+
+  const turnsOf = (chatId: string): TurnSnapshot[] => client.turns.getSnapshot().filter((turn) => turn.conversationId === chatId);
+  const delivered = (chatId: string, turnId: string) => () => marks.set(chatId, turnId);
+
+  /** The chat's newest turn not yet delivered to a finished stream here. */
+  async function undelivered(chatId: string): Promise<string | undefined> {
+    await client.conversation(chatId).ready;
+    const newest = turnsOf(chatId).at(-1);
+    return newest && marks.get(chatId) !== newest.id ? newest.id : undefined;
+  }
+
+  function sendMessages({ chatId, messages, abortSignal }: Parameters<ChatTransport<UIMessage>['sendMessages']>[0]): Promise<ReadableStream<UIMessageChunk>> {
+    const message = messages.findLast((candidate) => candidate.role === 'user');
+    if (!message) return Promise.reject(new TypeError('sendMessages needs a user message.'));
+    // Only the new message is sent (the server keeps the conversation), as plain JSON.
+    const submission = client.conversation(chatId).send(JSON.parse(JSON.stringify(message)) as MessageContent);
+    let inner: ReadableStream<UIMessageChunk> | undefined;
+    let reader: ReadableStreamDefaultReader<UIMessageChunk> | undefined;
+    return Promise.resolve(
+      new ReadableStream<UIMessageChunk>({
+        async start(controller) {
+          const stop = new AbortController();
+          let closed = false;
+          const close = (last?: UIMessageChunk): void => {
+            if (closed) return;
+            closed = true;
+            abortSignal?.removeEventListener('abort', stopped);
+            if (last) controller.enqueue(last);
+            controller.close();
+          };
+          const stopped = (): void => {
+            // Never resumed: a reload finds this turn delivered.
+            const entry = submission.getSnapshot();
+            if (entry?.turnId) marks.set(chatId, entry.turnId);
+            // Still queued: withdrawn, never sent. On its way (or accepted): cancelled on the server.
+            if (entry?.state === 'queued' || entry?.state === 'failed') void client.outbox.discard(submission.operationId).catch(report);
+            else void submission.accepted.then((turn) => (marks.set(chatId, turn.id), turn.cancel())).catch(report);
+            stop.abort();
+            close({ type: 'abort' });
+            void reader?.cancel();
+          };
+          if (abortSignal?.aborted) return stopped();
+          abortSignal?.addEventListener('abort', stopped, { once: true });
+          let turn: Turn;
+          try {
+            turn = await submission.accepted;
+          } catch (cause) {
+            if (stop.signal.aborted) return;
+            // Refused for good (a 4xx, or too old): the only way this stream reports it.
+            return close({ type: 'error', errorText: asLifelineError(cause).message });
+          }
+          if (stop.signal.aborted) return;
+          inner = turnStream(turn, { signal: stop.signal, onFinished: delivered(chatId, turn.id) });
+          reader = inner.getReader();
+          for (let next = await reader.read(); !next.done && !closed; next = await reader.read()) controller.enqueue(next.value);
+          close();
+        },
+        cancel() {
+          void reader?.cancel();
+        },
+      }),
+    );
+  }
+
+  return {
+    resumeStreamIsReplay: true,
+    sendMessages,
+
+    async reconnectToStream({ chatId, abortSignal }) {
+      let lookup = lookups.get(chatId);
+      if (!lookup) {
+        lookups.set(chatId, (lookup = undelivered(chatId).finally(() => lookups.delete(chatId))));
+      }
+      const turnId = await lookup;
+      if (!turnId || abortSignal?.aborted) return null;
+      // Its abort only detaches: useChat aborts a resume that another one replaces (StrictMode).
+      return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: delivered(chatId, turnId) });
+    },
+
+    async cancel(chatId) {
+      await client.conversation(chatId).ready;
+      const live = turnsOf(chatId).filter(isLive).at(-1);
+      if (live) await client.turn(live.id).cancel();
+    },
+
+    async loadMessages(chatId) {
+      const conversation = client.conversation(chatId);
+      await conversation.ready;
+      let order: string[] = [];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const listed = client.recover(chatId).then(
+        (turns) => (order = turns.map((turn) => turn.id).reverse()),
+        report,
+      );
+      await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, options.listTimeoutMs ?? 3000)))]);
+      clearTimeout(timer);
+      return conversationMessages(conversation.getSnapshot().items, order);
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * One followed turn as a `ReadableStream<UIMessageChunk>` from its first chunk: what the
+ * turn holds so far (its snapshot's parts), then every event applied after it, then the
+ * end chunk. Cuts, stalls and reloads are the follower's business: they never reach the
+ * stream, so it never ends in a network error.
+ */
+import type { UIMessageChunk } from 'ai';
+import type { JsonValue, TurnEvent } from '../protocol/schemas.js';
+import type { Turn, TurnSnapshot } from '../types.js';
+import { createChunkReplayer, type ChunkReplayer } from './mapping.js';
+
+export interface TurnStreamOptions {
+  /** Aborting ends the stream without cancelling anything (the turn goes on). */
+  signal?: AbortSignal | undefined;
+  /** Called once the stream delivered the turn's end chunk. */
+  onFinished?: () => void;
+}
+
+const ENDED = ['complete', 'failed', 'cancelled'];
+
+/** The end chunk a settled snapshot calls for (a client that gave up has no `turn.end`: its error says why). */
+function endFrom(replayer: ChunkReplayer, snapshot: TurnSnapshot): void {
+  const error: JsonValue | undefined = snapshot.endError ?? (snapshot.error && { message: snapshot.error.message });
+  replayer.end({ status: snapshot.status === 'complete' || snapshot.status === 'cancelled' ? snapshot.status : 'failed', error });
+}
+
+/** Streams `turn` from its first chunk; see the module comment. */
+export function turnStream(turn: Turn, { signal, onFinished }: TurnStreamOptions = {}): ReadableStream<UIMessageChunk> {
+  let iterator: AsyncIterator<TurnEvent> | undefined;
+  let closed = false;
+  return new ReadableStream<UIMessageChunk>({
+    async start(controller) {
+      let emitted = 0;
+      const emit = (chunk: UIMessageChunk): void => {
+        emitted++;
+        if (!closed) controller.enqueue(chunk);
+      };
+      const close = (): void => {
+        if (!closed) controller.close();
+        closed = true;
+        void iterator?.return?.();
+      };
+      const replayer = createChunkReplayer(turn.id, emit);
+      if (signal?.aborted) return close();
+      const aborted = new Promise<undefined>((resolve) => signal?.addEventListener('abort', () => resolve(undefined), { once: true }));
+      // Registers for the events applied from now on (synchronously, in this call), so the
+      // snapshot read next and those events neither overlap nor leave a hole.
+      iterator = turn[Symbol.asyncIterator]();
+      let next: Promise<IteratorResult<TurnEvent> | undefined> = iterator.next();
+      const snapshot = turn.getSnapshot();
+      replayer.parts(snapshot.parts);
+      let lastSeq = snapshot.lastSeq;
+      let ended = false;
+      for (let result = await Promise.race([next, aborted]); result && !result.done; result = await Promise.race([next, aborted])) {
+        const event = result.value;
+        if (event.seq > lastSeq + 1 && !emitted) {
+          // The turn was empty when this stream opened and storage filled it since (a restore
+          // applies stored events without announcing them): start from what it holds now.
+          const now = turn.getSnapshot();
+          replayer.parts(now.parts);
+          lastSeq = now.lastSeq;
+        }
+        if (event.seq > lastSeq) {
+          lastSeq = event.seq;
+          if (event.type === 'delta') replayer.delta(event.text);
+          else if (event.type === 'part') replayer.part(event.part);
+          else if (event.type === 'turn.end') {
+            replayer.end(event);
+            ended = true;
+            break;
+          }
+        }
+        next = iterator.next();
+      }
+      if (!ended && !signal?.aborted) {
+        // Ended before this stream opened, or the client gave up on it: the settled snapshot says how.
+        const final = ENDED.includes(turn.getSnapshot().status) ? turn.getSnapshot() : await Promise.race([turn.completed, aborted]);
+        if (final) endFrom(replayer, final), (ended = true);
+      }
+      close();
+      if (ended) onFinished?.();
+    },
+    cancel() {
+      closed = true;
+      void iterator?.return?.();
+    },
+  });
+}
