@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import type { TurnEvent } from '../protocol/schemas.js';
+import type { Cluster, Redis } from 'ioredis';
+import { appendBodies, endIfProducerLost } from './redis-append.js';
+import { execAll, isLive, toEvent, toStoredTurn, type TurnHash } from './redis-codec.js';
+import { openConnection } from './redis-connection.js';
+import type { RedisContext } from './redis-context.js';
+import { ConversationIndex } from './redis-conversations.js';
+import { IdempotencyLedger } from './redis-idempotency.js';
+import { keyNames, type TurnKeys } from './redis-keys.js';
+import { LeaseKeeper } from './redis-leases.js';
+import { resolveSettings, type RedisTurnLogOptions } from './redis-options.js';
+import { CREATE } from './redis-scripts.js';
+import { createShardWaiter } from './redis-shard-waiter.js';
+import { createStreamWaiter } from './redis-stream-waiter.js';
+import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
+
+/** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
+const BLOCK_MS = 10_000;
+
+/** Wakes followers when their turn's log grows: XREAD on one Redis, sharded pub/sub on a cluster. */
+interface Waiter {
+  wait(keys: TurnKeys, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** The Redis Streams {@link TurnLog}; `createRedisTurnLog` documents the layout. */
+export class RedisTurnLog implements TurnLog {
+  readonly #ctx: RedisContext;
+  readonly #leases: LeaseKeeper;
+  readonly #ledger: IdempotencyLedger;
+  readonly #index: ConversationIndex;
+  #waiter: Waiter | undefined;
+  #closed = false;
+
+  constructor(options: RedisTurnLogOptions) {
+    const settings = resolveSettings(options);
+    const connection = openConnection(options, (error) => settings.report(error, { phase: 'store' }));
+    this.#ctx = { ...settings, connection, keys: keyNames(settings.prefix), owner: randomUUID() };
+    this.#leases = new LeaseKeeper(this.#ctx);
+    this.#ledger = new IdempotencyLedger(this.#ctx, this.#leases);
+    this.#index = new ConversationIndex(this.#ctx);
+  }
+
+  async #waiterFor(): Promise<Waiter> {
+    if (this.#waiter) return this.#waiter;
+    const { connection, keys, owner, report } = this.#ctx;
+    const client = await connection.client();
+    const onError = (error: unknown): void => report(error, { phase: 'store' });
+    if (this.#waiter) return this.#waiter;
+    if (connection.isCluster) {
+      this.#waiter = createShardWaiter({ client: client as Cluster, lingerMs: BLOCK_MS, onError });
+    } else {
+      const streams = createStreamWaiter({ client: client as Redis, wakeKey: keys.wakeStream(owner), blockMs: BLOCK_MS, onError });
+      this.#waiter = { wait: (turnKeys, ...rest) => streams.wait(turnKeys.events, ...rest), close: () => streams.close() };
+    }
+    return this.#waiter;
+  }
+
+  /** The turn's record, lease and tombstone, read together from its slot. */
+  async #readTurn(turnId: string): Promise<[TurnHash, boolean, boolean]> {
+    const keys = this.#ctx.keys.turn(turnId);
+    const client = await this.#ctx.connection.client();
+    const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).exists(keys.gone))) as [
+      TurnHash,
+      number,
+      number,
+    ];
+    return [hash, leased === 1, gone === 1];
+  }
+
+  async createTurn(init: NewTurn): Promise<StoredTurn> {
+    const { connection, keys, owner, leaseMs, liveTtlMs, retentionMs } = this.#ctx;
+    const createdAtMs = Number.isFinite(Date.parse(init.createdAt)) ? Date.parse(init.createdAt) : this.#ctx.now();
+    // Listed first, recorded second: a turn that exists is always in its conversation.
+    await this.#index.add(init.principal, init.conversationId, init.id, createdAtMs);
+    const turnKeys = keys.turn(init.id);
+    const created = await connection.run(
+      CREATE,
+      [turnKeys.turn, turnKeys.lease, turnKeys.gone],
+      [
+        init.id,
+        init.conversationId,
+        init.messageId,
+        init.principal,
+        init.createdAt,
+        JSON.stringify(init.content),
+        owner,
+        leaseMs,
+        liveTtlMs,
+        liveTtlMs + retentionMs,
+      ],
+    );
+    if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
+    this.#leases.claim(init.id, keys.conversation(init.principal, init.conversationId));
+    return pendingTurn(init);
+  }
+
+  async getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined> {
+    let [hash, leased, gone] = await this.#readTurn(turnId);
+    if (hash['status'] !== undefined && isLive(hash) && !leased) {
+      await endIfProducerLost(this.#ctx, this.#leases, turnId);
+      [hash, leased, gone] = await this.#readTurn(turnId);
+    }
+    if (hash['status'] === undefined) return gone ? 'expired' : undefined;
+    return toStoredTurn(hash);
+  }
+
+  async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
+    const body = JSON.stringify(event);
+    const endStatus = event.type === 'turn.end' ? event.status : '';
+    const result = await appendBodies(this.#ctx, this.#leases, turnId, [{ body, endStatus }]);
+    if (result === 'unknown') throw new Error(`Turn ${turnId} is unknown or expired.`);
+    if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
+    // Parsed back from what was stored, so the caller gets exactly what readers will get.
+    return { turnId, seq: result, ...(JSON.parse(body) as object) } as TurnEvent;
+  }
+
+  async read(turnId: string, after: number, limit: number): Promise<EventPage> {
+    const client = await this.#ctx.connection.client();
+    // `${n}` as a range start means the id n-0, the entry of seq n.
+    const entries = await client.xrange(this.#ctx.keys.turn(turnId).events, `${Math.max(0, after) + 1}`, '+', 'COUNT', limit + 1);
+    const hasMore = entries.length > limit;
+    const events = (hasMore ? entries.slice(0, limit) : entries).map((entry) => toEvent(turnId, entry));
+    return { events, hasMore };
+  }
+
+  async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
+    const { signal, timeoutMs } = options;
+    const keys = this.#ctx.keys.turn(turnId);
+    const deadline = Date.now() + timeoutMs;
+    const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
+    while (!signal.aborted && !this.#closed) {
+      const client = await this.#ctx.connection.client();
+      const [[lastSeq, endedAt], leased] = (await execAll(client.multi().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
+        [string | null, string | null],
+        number,
+      ];
+      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
+      if (leased === 0) {
+        // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
+        await endIfProducerLost(this.#ctx, this.#leases, turnId);
+        return;
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return;
+      const waiter = await this.#waiterFor();
+      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs))) return;
+    }
+  }
+
+  listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]> {
+    return this.#index.list(conversationId, principal, limit, (turnId) => this.getTurn(turnId));
+  }
+
+  getIdempotency(principal: string, key: string): Promise<IdempotencyRecord | undefined> {
+    return this.#ledger.get(principal, key);
+  }
+
+  putIdempotencyIfAbsent(principal: string, key: string, record: IdempotencyRecord): Promise<IdempotencyRecord | undefined> {
+    return this.#ledger.putIfAbsent(principal, key, record);
+  }
+
+  completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void> {
+    return this.#ledger.complete(principal, key, record);
+  }
+
+  deleteIdempotency(principal: string, key: string): Promise<void> {
+    return this.#ledger.delete(principal, key);
+  }
+
+  async requestCancel(turnId: string): Promise<void> {
+    const client = await this.#ctx.connection.client();
+    await client.set(this.#ctx.keys.turn(turnId).cancel, '1', 'PX', this.#ctx.liveTtlMs);
+  }
+
+  async isCancelRequested(turnId: string): Promise<boolean> {
+    const client = await this.#ctx.connection.client();
+    return (await client.exists(this.#ctx.keys.turn(turnId).cancel)) === 1;
+  }
+
+  /**
+   * Gives up the leases still held (see LeaseKeeper.releaseAll), closes the follower
+   * connections, and the client when the log opened it.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#leases.releaseAll();
+    this.#closed = true;
+    await this.#waiter?.close();
+    await this.#ctx.connection.close();
+  }
+}
