@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { sha256Hex } from '../protocol/integrity.js';
 import { execAll, isLive, toEvent, type TurnHash } from './redis-codec.js';
 import type { RedisContext } from './redis-context.js';
@@ -38,11 +40,12 @@ export async function appendBodies(
     condition.expectSeq === undefined ? '' : condition.expectSeq,
     condition.leaseLapsed ? '1' : '0',
   ];
+  args.push(randomUUID());
   for (const { body, endStatus } of bodies) args.push(body, endStatus);
   const turnKeys = keys.turn(turnId);
   const scriptKeys = [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone];
   if (connection.isCluster) scriptKeys.push(turnKeys.wake);
-  const reply = (await connection.run(APPEND, scriptKeys, args)) as [number, string?, string?, string?];
+  const reply = (await runThroughFailover(ctx, () => connection.run(APPEND, scriptKeys, args))) as [number, string?, string?, string?];
   const [seq, principal, conversationId, idempotencyKey] = reply;
   if (seq === 0) return 'unknown';
   if (seq === -1) return 'ended';
@@ -57,6 +60,28 @@ export async function appendBodies(
     ]);
   }
   return seq;
+}
+
+/** Errors of a node that went away or is changing roles: the same command may work a moment later. */
+const TRANSIENT = /Connection is closed|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|LOADING|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Command timed out/;
+
+/**
+ * Runs an idempotent step again while it fails transiently, for at most one producer
+ * lease (the lease cannot be renewed through the outage either). A cluster failover
+ * takes about the cluster's node timeout; a client's own redirection budget is often
+ * shorter, and a producer whose append failed would end its turn `store_failed`.
+ */
+async function runThroughFailover<T>(ctx: RedisContext, step: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + ctx.leaseMs;
+  for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
+      ctx.report(error, { phase: 'store' });
+      await delay(pause);
+    }
+  }
 }
 
 /**

@@ -47,21 +47,38 @@ return 1
 /**
  * KEYS: turn, events, lease, cancel, tombstone, and on a cluster the wake channel.
  * ARGV: now, key ttl, tombstone ttl, expected lastSeq ('' = any), '1' when the lease
- * must have lapsed, then per event: its JSON body and its end status ('' unless turn.end).
- * Returns {seq[, principal, conversationId, idempotency key]} (the extra fields once the
- * turn ended), or {0} unknown turn, {-1} already ended, {-2} lastSeq moved, {-3} lease held.
+ * must have lapsed, the append's id, then per event: its JSON body and its end status
+ * ('' unless turn.end). Returns {seq[, principal, conversationId, idempotency key]} (the
+ * extra fields once the turn ended), or {0} unknown turn, {-1} already ended, {-2}
+ * lastSeq moved, {-3} lease held.
+ *
+ * The append's id is stored on its last entry. A retry of an append whose reply was
+ * lost (a connection cut, a failover) finds it among the newest entries and answers
+ * what the first attempt did instead of logging the events twice.
  */
 export const APPEND = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local function result(seq)
+  if redis.call('HEXISTS', KEYS[1], 'endedAt') == 0 then return {seq} end
+  local info = redis.call('HMGET', KEYS[1], 'principal', 'conversationId', 'idem')
+  return {seq, info[1], info[2], info[3] or ''}
+end
+for _, entry in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 16)) do
+  if entry[2][4] == ARGV[6] then return result(tonumber(string.match(entry[1], '^%d+'))) end
+end
 if redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return {-1} end
 local seq = tonumber(redis.call('HGET', KEYS[1], 'lastSeq'))
 if ARGV[4] ~= '' and tonumber(ARGV[4]) ~= seq then return {-2} end
 if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return {-3} end
 local ended = false
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
   seq = seq + 1
   -- The entry id is the seq, so Redis itself refuses a second event with the same seq.
-  redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i])
+  if i + 2 > #ARGV then
+    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i], 'a', ARGV[6])
+  else
+    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i])
+  end
   if ARGV[i + 1] ~= '' then
     redis.call('HSET', KEYS[1], 'status', ARGV[i + 1], 'endedAt', ARGV[1])
     ended = true
@@ -75,12 +92,8 @@ redis.call('PEXPIRE', KEYS[4], ARGV[2])
 redis.call('PEXPIRE', KEYS[5], ARGV[3])
 -- Same slot as the turn: followers on any instance hear of the append from this shard alone.
 if KEYS[6] then redis.call('SPUBLISH', KEYS[6], string.format('%d', seq)) end
-if ended then
-  redis.call('DEL', KEYS[3])
-  local info = redis.call('HMGET', KEYS[1], 'principal', 'conversationId', 'idem')
-  return {seq, info[1], info[2], info[3] or ''}
-end
-return {seq}
+if ended then redis.call('DEL', KEYS[3]) end
+return result(seq)
 `);
 
 /**
