@@ -47,8 +47,11 @@ export const jsonValueSchema: z.ZodMiniType<JsonValue> = z.json();
 
 // ---------------------------------------------------------------- section 1: submit
 
+/** A message's content: a string or a JSON object. */
+export const messageContentSchema = z.union([z.string(), z.record(z.string(), jsonValueSchema)]);
+
 export const submitBodySchema = z.object({
-  content: z.union([z.string(), z.record(z.string(), jsonValueSchema)]),
+  content: messageContentSchema,
 });
 export type SubmitBody = z.infer<typeof submitBodySchema>;
 export type MessageContent = SubmitBody['content'];
@@ -132,6 +135,8 @@ export const turnObjectSchema = z.object({
   lastSeq: countSchema,
   createdAt: timestampSchema,
   updatedAt: timestampSchema,
+  /** The message content that started the turn (1.1); optional because a 1.0 server does not send it. */
+  content: z.optional(messageContentSchema),
 });
 export type TurnObject = z.infer<typeof turnObjectSchema>;
 

@@ -1,5 +1,7 @@
+import { MemoryIdempotencyLedger } from './memory-idempotency.js';
+import { MemoryTurnStore } from './memory-turn-store.js';
+import type { EventPage, ExpiredTurn, IdempotencyRecord, NewTurn, NewTurnEvent, StoredTurn, TurnLog } from './turn-log.js';
 import type { TurnEvent } from '../protocol/schemas.js';
-import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Options of {@link createMemoryTurnLog}. */
 export interface MemoryTurnLogOptions {
@@ -21,221 +23,93 @@ export interface MemoryTurnLog extends TurnLog {
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
- * A logged event without its turnId and seq (both implied by its position). Deltas,
- * nearly every event of a turn, are kept as their bare text.
+ * The turn store and the key ledger behind the async {@link TurnLog} face, swept on a
+ * timer. Fields are TS-private rather than `#private` so a log wrapped by prototype
+ * (`Object.create(log)` with a method overridden) keeps working.
  */
-type CompactEvent = string | Exclude<NewTurnEvent, { type: 'delta' }>;
+class InMemoryTurnLog implements MemoryTurnLog {
+  private readonly turns: MemoryTurnStore;
+  private readonly keys: MemoryIdempotencyLedger;
+  private readonly timer: ReturnType<typeof setInterval>;
 
-interface Entry {
-  turn: StoredTurn;
-  events: CompactEvent[];
-  endedAtMs: number | undefined;
-  cancelRequested: boolean;
-  /** Resolvers of pending `waitForEvents` calls; each removes itself when settled. */
-  waiters: Set<() => void>;
-}
+  constructor(options: MemoryTurnLogOptions) {
+    const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    const now = options.now ?? Date.now;
+    this.turns = new MemoryTurnStore(retentionMs, now);
+    this.keys = new MemoryIdempotencyLedger(retentionMs, now);
+    this.timer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 60_000);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
 
-interface KeyEntry {
-  record: IdempotencyRecord;
-  /** When an `in_flight` record was written; one whose request died is dropped after retention. */
-  writtenAtMs: number;
+  async createTurn(init: NewTurn): Promise<StoredTurn> {
+    return this.turns.create(init);
+  }
+
+  async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
+    return this.turns.get(turnId);
+  }
+
+  async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
+    return this.turns.append(turnId, event);
+  }
+
+  async read(turnId: string, after: number, limit: number, maxBytes?: number): Promise<EventPage> {
+    return this.turns.read(turnId, after, limit, maxBytes);
+  }
+
+  waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
+    return this.turns.waitForEvents(turnId, after, options);
+  }
+
+  async listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]> {
+    return this.turns.list(conversationId, principal, limit);
+  }
+
+  async getIdempotency(principal: string, key: string): Promise<IdempotencyRecord | undefined> {
+    return this.keys.get(principal, key);
+  }
+
+  async putIdempotencyIfAbsent(principal: string, key: string, record: IdempotencyRecord): Promise<IdempotencyRecord | undefined> {
+    return this.keys.putIfAbsent(principal, key, record);
+  }
+
+  async completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void> {
+    this.keys.complete(principal, key, record);
+  }
+
+  async deleteIdempotency(principal: string, key: string): Promise<void> {
+    this.keys.delete(principal, key);
+  }
+
+  async requestCancel(turnId: string): Promise<void> {
+    this.turns.requestCancel(turnId);
+  }
+
+  async isCancelRequested(turnId: string): Promise<boolean> {
+    return this.turns.isCancelRequested(turnId);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.turns.wakeAll();
+  }
+
+  sweep(): void {
+    this.turns.sweep();
+    this.keys.sweep((turnId) => this.turns.has(turnId));
+  }
 }
 
 /**
  * Creates the in-memory turn log the handler uses by default. Ended turns and their
  * idempotency keys are kept for `retentionMs` after `turn.end`; after that
- * `getTurn` answers `'expired'` (from a small tombstone kept for one more retention
- * period, then the id is simply unknown).
+ * `getTurn` answers an expired turn (from a small tombstone kept for one more
+ * retention period, then the id is simply unknown).
  *
  * @example
  * const store = createMemoryTurnLog({ retentionMs: 60 * 60 * 1000 });
  * const handler = createLifelineHandler({ store, agent });
  */
 export function createMemoryTurnLog(options: MemoryTurnLogOptions = {}): MemoryTurnLog {
-  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-  const now = options.now ?? Date.now;
-  const turns = new Map<string, Entry>();
-  /** Swept turn id → when it was swept. */
-  const tombstones = new Map<string, number>();
-  /** Conversation id → its turn ids, oldest first. */
-  const conversations = new Map<string, string[]>();
-  /** Principal → key → record. */
-  const keys = new Map<string, Map<string, KeyEntry>>();
-
-  const isoNow = (): string => new Date(now()).toISOString();
-
-  function wake(entry: Entry): void {
-    // Copy: each waiter deletes itself from the set while we iterate.
-    for (const waiter of [...entry.waiters]) waiter();
-  }
-
-  function remove(turnId: string, entry: Entry): void {
-    turns.delete(turnId);
-    tombstones.set(turnId, now());
-    const ids = conversations.get(entry.turn.conversationId);
-    if (ids) {
-      const at = ids.indexOf(turnId);
-      if (at >= 0) ids.splice(at, 1);
-      if (ids.length === 0) conversations.delete(entry.turn.conversationId);
-    }
-    wake(entry);
-  }
-
-  function expired(entry: Entry): boolean {
-    return entry.endedAtMs !== undefined && now() - entry.endedAtMs >= retentionMs;
-  }
-
-  /** The entry of a turn that is still retained, removing it if it just expired. */
-  function live(turnId: string): Entry | undefined {
-    const entry = turns.get(turnId);
-    if (entry && expired(entry)) {
-      remove(turnId, entry);
-      return undefined;
-    }
-    return entry;
-  }
-
-  function expand(turnId: string, index: number, event: CompactEvent): TurnEvent {
-    const seq = index + 1;
-    if (typeof event === 'string') return { turnId, seq, type: 'delta', text: event };
-    return { turnId, seq, ...event } as TurnEvent;
-  }
-
-  function keysOf(principal: string): Map<string, KeyEntry> {
-    let map = keys.get(principal);
-    if (!map) keys.set(principal, (map = new Map()));
-    return map;
-  }
-
-  function sweep(): void {
-    const at = now();
-    for (const [turnId, entry] of turns) if (expired(entry)) remove(turnId, entry);
-    for (const [turnId, sweptAt] of tombstones) if (at - sweptAt >= retentionMs) tombstones.delete(turnId);
-    for (const [principal, map] of keys) {
-      for (const [key, { record, writtenAtMs }] of map) {
-        // A done key lives exactly as long as its turn; an in_flight one whose request
-        // never finished (it crashed between put and complete) lives one retention period.
-        const gone = record.state === 'done' ? !turns.has(record.turnId ?? '') : at - writtenAtMs >= retentionMs;
-        if (gone) map.delete(key);
-      }
-      if (map.size === 0) keys.delete(principal);
-    }
-  }
-
-  const timer = setInterval(sweep, options.sweepIntervalMs ?? 60_000);
-  (timer as { unref?: () => void }).unref?.();
-
-  return {
-    async createTurn(init) {
-      if (turns.has(init.id) || tombstones.has(init.id)) throw new Error(`Turn ${init.id} already exists.`);
-      const turn = pendingTurn(init);
-      turns.set(init.id, { turn, events: [], endedAtMs: undefined, cancelRequested: false, waiters: new Set() });
-      const ids = conversations.get(init.conversationId);
-      if (ids) ids.push(init.id);
-      else conversations.set(init.conversationId, [init.id]);
-      return { ...turn };
-    },
-
-    async getTurn(turnId) {
-      const entry = live(turnId);
-      if (entry) return { ...entry.turn };
-      return tombstones.has(turnId) ? 'expired' : undefined;
-    },
-
-    async append(turnId, event) {
-      const entry = live(turnId);
-      if (!entry) throw new Error(`Turn ${turnId} is unknown or expired.`);
-      if (entry.endedAtMs !== undefined) throw new Error(`Turn ${turnId} has ended; its log is closed.`);
-      // Own copy: the caller may reuse or mutate the object it passed in.
-      const compact: CompactEvent = event.type === 'delta' ? event.text : structuredClone(event);
-      entry.events.push(compact);
-      const { turn } = entry;
-      turn.lastSeq = entry.events.length;
-      turn.updatedAt = isoNow();
-      if (event.type === 'turn.end') {
-        turn.status = event.status;
-        turn.endedAt = turn.updatedAt;
-        entry.endedAtMs = now();
-      } else {
-        turn.status = 'streaming';
-      }
-      wake(entry);
-      return expand(turnId, turn.lastSeq - 1, compact);
-    },
-
-    async read(turnId, after, limit): Promise<EventPage> {
-      const entry = live(turnId);
-      if (!entry) return { events: [], hasMore: false };
-      const start = Math.max(0, after);
-      const end = Math.min(entry.events.length, start + limit);
-      const events: TurnEvent[] = [];
-      for (let i = start; i < end; i++) events.push(expand(turnId, i, entry.events[i] as CompactEvent));
-      return { events, hasMore: end < entry.events.length };
-    },
-
-    waitForEvents(turnId, after, { signal, timeoutMs }) {
-      const entry = live(turnId);
-      if (!entry || entry.events.length > after || entry.endedAtMs !== undefined || signal.aborted) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timeout);
-          signal.removeEventListener('abort', done);
-          entry.waiters.delete(done);
-          resolve();
-        };
-        const timeout = setTimeout(done, timeoutMs);
-        signal.addEventListener('abort', done, { once: true });
-        entry.waiters.add(done);
-      });
-    },
-
-    async listTurns(conversationId, principal, limit) {
-      const ids = conversations.get(conversationId) ?? [];
-      const found: StoredTurn[] = [];
-      for (let i = ids.length - 1; i >= 0 && found.length < limit; i--) {
-        const entry = turns.get(ids[i] as string);
-        if (entry && !expired(entry) && entry.turn.principal === principal) found.push({ ...entry.turn });
-      }
-      return found;
-    },
-
-    async getIdempotency(principal, key) {
-      const found = keys.get(principal)?.get(key);
-      return found ? { ...found.record } : undefined;
-    },
-
-    async putIdempotencyIfAbsent(principal, key, record) {
-      const map = keysOf(principal);
-      const found = map.get(key);
-      if (found) return { ...found.record };
-      map.set(key, { record: { ...record }, writtenAtMs: now() });
-      return undefined;
-    },
-
-    async completeIdempotency(principal, key, record) {
-      keysOf(principal).set(key, { record: { ...record }, writtenAtMs: now() });
-    },
-
-    async deleteIdempotency(principal, key) {
-      const map = keys.get(principal);
-      map?.delete(key);
-      if (map?.size === 0) keys.delete(principal);
-    },
-
-    async requestCancel(turnId) {
-      const entry = live(turnId);
-      if (entry) entry.cancelRequested = true;
-    },
-
-    async isCancelRequested(turnId) {
-      return turns.get(turnId)?.cancelRequested ?? false;
-    },
-
-    async close() {
-      clearInterval(timer);
-      for (const entry of turns.values()) wake(entry);
-    },
-
-    sweep,
-  };
+  return new InMemoryTurnLog(options);
 }

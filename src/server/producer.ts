@@ -1,7 +1,7 @@
 import { sha256Hex } from '../protocol/integrity.js';
 import { actionEventSchema, type JsonValue, type MessageContent, type TurnEndStatus } from '../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
-import type { NewTurnEvent, StoredTurn, TurnLog } from './turn-log.js';
+import { isExpiredTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
@@ -255,11 +255,15 @@ export class TurnProducer {
   async #endAfterStoreFailure(turnId: string): Promise<void> {
     try {
       const current = await this.#deps.log.getTurn(turnId);
-      if (current === undefined || current === 'expired' || current.endedAt !== undefined) return;
-      // The text hash covers only what reached the log.
-      const page = await this.#deps.log.read(turnId, 0, Number.MAX_SAFE_INTEGER);
+      if (current === undefined || isExpiredTurn(current) || current.endedAt !== undefined) return;
+      // The text hash covers only what reached the log, read page by page (pages are bounded in bytes).
       let text = '';
-      for (const event of page.events) if (event.type === 'delta') text += event.text;
+      for (let after = 0, more = true; more; ) {
+        const page = await this.#deps.log.read(turnId, after, 10_000);
+        for (const event of page.events) if (event.type === 'delta') text += event.text;
+        after = page.events.at(-1)?.seq ?? after;
+        more = page.hasMore && page.events.length > 0;
+      }
       await this.#deps.log.append(turnId, {
         type: 'turn.end',
         status: 'failed',

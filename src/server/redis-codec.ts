@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { ServerTurnStatus, TurnEvent } from '../protocol/schemas.js';
+import type { MessageContent, ServerTurnStatus, TurnEvent } from '../protocol/schemas.js';
 import type { StoredTurn } from './turn-log.js';
 
 /** A turn's record hash as HGETALL returns it. */
@@ -20,6 +20,8 @@ export function toStoredTurn(hash: TurnHash): StoredTurn {
     createdAt: hash['createdAt'] ?? '',
     updatedAt: hash['updatedAt'] ?? '',
     principal: hash['principal'] ?? '',
+    // A record written before 1.1 kept no content.
+    content: hash['content'] === undefined ? '' : (JSON.parse(hash['content']) as MessageContent),
   };
   if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
   return turn;

@@ -1,7 +1,7 @@
 import { execAll, isLive, toStoredTurn, type TurnHash } from './redis-codec.js';
 import type { RedisContext } from './redis-context.js';
 import { INDEX } from './redis-scripts.js';
-import type { StoredTurn } from './turn-log.js';
+import { isExpiredTurn, type ExpiredTurn, type StoredTurn } from './turn-log.js';
 
 /** What a listing makes of one index entry. */
 type Entry = { kind: 'turn'; hash: TurnHash; leased: boolean } | { kind: 'gone' } | { kind: 'not-yet' };
@@ -34,7 +34,7 @@ export class ConversationIndex {
     conversationId: string,
     principal: string,
     limit: number,
-    resolve: (turnId: string) => Promise<StoredTurn | 'expired' | undefined>,
+    resolve: (turnId: string) => Promise<StoredTurn | ExpiredTurn | undefined>,
   ): Promise<StoredTurn[]> {
     const key = this.#ctx.keys.conversation(principal, conversationId);
     const client = await this.#ctx.connection.client();
@@ -55,7 +55,7 @@ export class ConversationIndex {
         if (entry.kind === 'gone' || (entry.kind === 'not-yet' && Number(flat[2 * i + 1]) < oldest)) stale.push(id);
         if (entry.kind !== 'turn') continue;
         const turn = isLive(entry.hash) && !entry.leased ? await resolve(id) : toStoredTurn(entry.hash);
-        if (typeof turn === 'object' && turn.principal === principal && turn.conversationId === conversationId) found.push(turn);
+        if (turn !== undefined && !isExpiredTurn(turn) && turn.principal === principal && turn.conversationId === conversationId) found.push(turn);
       }
     }
     // Retention removed these turns' records; their index entries go too.

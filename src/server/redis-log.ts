@@ -13,8 +13,20 @@ import { resolveSettings, type RedisTurnLogOptions } from './redis-options.js';
 import { CREATE } from './redis-scripts.js';
 import { createShardWaiter } from './redis-shard-waiter.js';
 import { createStreamWaiter } from './redis-stream-waiter.js';
-import { pendingTurn, type EventPage, type IdempotencyRecord, type NewTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
+import {
+  DEFAULT_PAGE_BYTES,
+  pendingTurn,
+  type EventPage,
+  type ExpiredTurn,
+  type IdempotencyRecord,
+  type NewTurn,
+  type NewTurnEvent,
+  type StoredTurn,
+  type TurnLog,
+} from './turn-log.js';
 
+/** Stream entries fetched per XRANGE while reading a page. */
+const READ_BATCH = 64;
 /** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
 const BLOCK_MS = 10_000;
 
@@ -57,16 +69,16 @@ export class RedisTurnLog implements TurnLog {
     return this.#waiter;
   }
 
-  /** The turn's record, lease and tombstone, read together from its slot. */
-  async #readTurn(turnId: string): Promise<[TurnHash, boolean, boolean]> {
+  /** The turn's record, lease and tombstone (its principal), read together from its slot. */
+  async #readTurn(turnId: string): Promise<[TurnHash, boolean, string | null]> {
     const keys = this.#ctx.keys.turn(turnId);
     const client = await this.#ctx.connection.client();
-    const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).exists(keys.gone))) as [
+    const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).get(keys.gone))) as [
       TurnHash,
       number,
-      number,
+      string | null,
     ];
-    return [hash, leased === 1, gone === 1];
+    return [hash, leased === 1, gone];
   }
 
   async createTurn(init: NewTurn): Promise<StoredTurn> {
@@ -96,13 +108,14 @@ export class RedisTurnLog implements TurnLog {
     return pendingTurn(init);
   }
 
-  async getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined> {
+  async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
     let [hash, leased, gone] = await this.#readTurn(turnId);
     if (hash['status'] !== undefined && isLive(hash) && !leased) {
       await endIfProducerLost(this.#ctx, this.#leases, turnId);
       [hash, leased, gone] = await this.#readTurn(turnId);
     }
-    if (hash['status'] === undefined) return gone ? 'expired' : undefined;
+    // The tombstone holds the principal: another principal's expired turn still answers 404.
+    if (hash['status'] === undefined) return gone === null ? undefined : { expired: true, principal: gone };
     return toStoredTurn(hash);
   }
 
@@ -116,13 +129,28 @@ export class RedisTurnLog implements TurnLog {
     return { turnId, seq: result, ...(JSON.parse(body) as object) } as TurnEvent;
   }
 
-  async read(turnId: string, after: number, limit: number): Promise<EventPage> {
+  async read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
     const client = await this.#ctx.connection.client();
-    // `${n}` as a range start means the id n-0, the entry of seq n.
-    const entries = await client.xrange(this.#ctx.keys.turn(turnId).events, `${Math.max(0, after) + 1}`, '+', 'COUNT', limit + 1);
-    const hasMore = entries.length > limit;
-    const events = (hasMore ? entries.slice(0, limit) : entries).map((entry) => toEvent(turnId, entry));
-    return { events, hasMore };
+    const eventsKey = this.#ctx.keys.turn(turnId).events;
+    const events: TurnEvent[] = [];
+    let bytes = 0;
+    let next = Math.max(0, after) + 1;
+    // Small batches, so a page of huge events is never held whole before the byte cut.
+    for (;;) {
+      const count = Math.min(limit - events.length + 1, READ_BATCH);
+      // `${n}` as a range start means the id n-0, the entry of seq n.
+      const entries = await client.xrange(eventsKey, `${next}`, '+', 'COUNT', count);
+      for (const entry of entries) {
+        // The stored body plus the turnId and seq the event gains on the wire.
+        const size = (entry[1][1]?.length ?? 0) + turnId.length + 32;
+        if (events.length === limit || (events.length > 0 && bytes + size > maxBytes)) return { events, hasMore: true };
+        bytes += size;
+        const event = toEvent(turnId, entry);
+        events.push(event);
+        next = event.seq + 1;
+      }
+      if (entries.length < count) return { events, hasMore: false };
+    }
   }
 
   async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {

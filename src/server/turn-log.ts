@@ -6,6 +6,8 @@ import type { MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnOb
  */
 export interface StoredTurn extends TurnObject {
   principal: string;
+  /** The content of the message that started the turn, exactly as accepted (sent on the wire since 1.1). */
+  content: MessageContent;
   /** Set once the turn's log holds `turn.end`; retention counts from here. */
   endedAt?: string;
 }
@@ -30,6 +32,7 @@ export function pendingTurn(init: NewTurn): StoredTurn {
     lastSeq: 0,
     createdAt: init.createdAt,
     updatedAt: init.createdAt,
+    content: init.content,
     principal: init.principal,
   };
 }
@@ -50,6 +53,37 @@ export interface IdempotencyRecord {
 /** Events appended by the handler; seq is assigned by the log. */
 export type NewTurnEvent = TurnEvent extends infer E ? (E extends TurnEvent ? Omit<E, 'seq' | 'turnId'> : never) : never;
 
+/**
+ * What {@link TurnLog.getTurn} answers for a turn whose log retention removed: the
+ * principal it belonged to is kept so another principal still sees `404`, never `410`
+ * (PROTOCOL §8: ids leak nothing).
+ */
+export interface ExpiredTurn {
+  expired: true;
+  principal: string;
+}
+
+/** True when `getTurn` answered an expired turn. */
+export function isExpiredTurn(turn: StoredTurn | ExpiredTurn | undefined): turn is ExpiredTurn {
+  return turn !== undefined && 'expired' in turn;
+}
+
+/**
+ * Default byte bound of one {@link TurnLog.read} page: about 4 MiB of event data
+ * (PROTOCOL §3). Replay answers and follow-stream backlog reads use it, so one answer or
+ * one chunk never holds a whole large turn.
+ */
+export const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The size an event counts for in a page: the length of its JSON (UTF-16 code units, as
+ * `JSON.stringify` returns it; bytes for ASCII). A store may count its own stored
+ * encoding instead, which differs by a few dozen units per event.
+ */
+export function eventSize(event: TurnEvent): number {
+  return JSON.stringify(event).length;
+}
+
 /** A page of events read from a log. */
 export interface EventPage {
   events: TurnEvent[];
@@ -65,16 +99,25 @@ export interface EventPage {
 export interface TurnLog {
   /** Creates a turn record with status `pending`, lastSeq 0. */
   createTurn(turn: NewTurn): Promise<StoredTurn>;
-  /** The turn, or `undefined` when unknown; `'expired'` when it existed but retention removed its log. */
-  getTurn(turnId: string): Promise<StoredTurn | 'expired' | undefined>;
+  /**
+   * The turn, or `undefined` when unknown; an {@link ExpiredTurn} (with the turn's
+   * principal) when it existed but retention removed its log.
+   */
+  getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined>;
   /**
    * Appends one event, numbering it lastSeq + 1, updating the turn's status
    * (`streaming` after the first event; the end status after `turn.end`), `updatedAt`
    * and, at `turn.end`, `endedAt`. Returns the logged event.
    */
   append(turnId: string, event: NewTurnEvent): Promise<TurnEvent>;
-  /** Events with seq > `after`, at most `limit`, oldest first. */
-  read(turnId: string, after: number, limit: number): Promise<EventPage>;
+  /**
+   * Events with seq > `after`, oldest first: at most `limit` of them, and no more than
+   * `maxBytes` of event data ({@link eventSize} summed; default
+   * {@link DEFAULT_PAGE_BYTES}) except that a page always holds at least one event when
+   * any is after `after`. `hasMore` is true whenever the page was cut, by either bound.
+   * A store must not load more than about one page into memory to answer.
+   */
+  read(turnId: string, after: number, limit: number, maxBytes?: number): Promise<EventPage>;
   /**
    * Resolves as soon as the log has an event with seq > `after` (at once when it
    * already has), or the turn ends, or `signal` aborts (then resolves, never rejects),

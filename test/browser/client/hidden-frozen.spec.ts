@@ -33,7 +33,7 @@ import { listAnswerSchema } from '../../../src/protocol/schemas.js';
 import { createLifelineHandler, type LifelineHandler } from '../../../src/server/handler.js';
 import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
 import { toNodeListener } from '../../../src/server/node.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import { isExpiredTurn, type TurnLog } from '../../../src/server/turn-log.js';
 import { CHROMIUM_FLAGS, chromiumExecutable } from '../../chromium.js';
 import { controlledAgent, type ControlledAgent, type TurnControl } from '../../fixtures/agents.js';
 import { replayAll, textOf } from '../../fixtures/server.js';
@@ -283,7 +283,7 @@ async function logReaches(log: TurnLog, turnId: string, seq: number): Promise<vo
   const never = new AbortController().signal;
   for (;;) {
     const turn = await log.getTurn(turnId);
-    if (turn === undefined || turn === 'expired') throw new Error(`turn ${turnId} is ${turn ?? 'unknown'}`);
+    if (turn === undefined || isExpiredTurn(turn)) throw new Error(`turn ${turnId} is ${turn ? 'expired' : 'unknown'}`);
     if (turn.lastSeq >= seq) return;
     await log.waitForEvents(turnId, turn.lastSeq, { signal: never, timeoutMs: 1000 });
   }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { turnEventSchema } from '../../../src/protocol/schemas.js';
 import { createMemoryTurnLog, type MemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { isExpiredTurn } from '../../../src/server/turn-log.js';
 
 const HASH = '0'.repeat(64);
 const logs: MemoryTurnLog[] = [];
@@ -37,7 +38,7 @@ describe('memory turn log', () => {
     await endTurn(log);
     const turn = await log.getTurn('t1');
     expect(turn).toMatchObject({ status: 'complete', lastSeq: 6 });
-    expect(turn !== 'expired' && turn?.endedAt).toBeTruthy();
+    expect(turn !== undefined && !isExpiredTurn(turn) && turn.endedAt).toBeTruthy();
 
     const all = await log.read('t1', 0, 100);
     expect(all.hasMore).toBe(false);
@@ -112,7 +113,7 @@ describe('memory turn log', () => {
     expect(await log.getTurn('old')).toMatchObject({ id: 'old' });
     expect(await log.getIdempotency('p1', 'key-old')).toMatchObject({ turnId: 'old' });
     clock += 1;
-    expect(await log.getTurn('old')).toBe('expired');
+    expect(await log.getTurn('old')).toEqual({ expired: true, principal: 'p1' });
     expect(await log.read('old', 0, 10)).toEqual({ events: [], hasMore: false });
     expect((await log.listTurns('c1', 'p1', 10)).map((turn) => turn.id)).toEqual(['live']);
     log.sweep();
@@ -135,7 +136,7 @@ describe('memory turn log', () => {
     await vi.advanceTimersByTimeAsync(1500);
     // Swept by the timer: the key is gone without anyone asking for the turn.
     expect(await log.getIdempotency('p1', 'k')).toBeUndefined();
-    expect(await log.getTurn('t1')).toBe('expired');
+    expect(await log.getTurn('t1')).toEqual({ expired: true, principal: 'p1' });
   });
 
   it('drops an in_flight key whose request never completed after one retention period', async () => {
@@ -173,6 +174,28 @@ describe('memory turn log', () => {
     await log.requestCancel('t1');
     expect(await log.isCancelRequested('t1')).toBe(true);
     expect(await log.isCancelRequested('t3')).toBe(false);
+  });
+
+  it("lists one principal's conversation without visiting another principal's turns in it", async () => {
+    const log = makeLog();
+    for (const id of ['a1', 'a2', 'a3']) await newTurn(log, id, 'shared', 'alice');
+    /** Map lookups made while alice's listing runs (its body is synchronous; the spy sees nothing else). */
+    const lookupsOfListing = async (): Promise<{ ids: string[]; lookups: number }> => {
+      const spy = vi.spyOn(Map.prototype, 'get');
+      const listing = log.listTurns('shared', 'alice', 50);
+      const lookups = spy.mock.calls.length;
+      spy.mockRestore();
+      return { ids: (await listing).map((turn) => turn.id), lookups };
+    };
+    for (let i = 0; i < 5; i++) await newTurn(log, `b${i}`, 'shared', 'bob');
+    const few = await lookupsOfListing();
+    for (let i = 5; i < 2000; i++) await newTurn(log, `b${i}`, 'shared', 'bob');
+    const many = await lookupsOfListing();
+    expect(many.ids).toEqual(['a3', 'a2', 'a1']);
+    expect(few.ids).toEqual(many.ids);
+    // The work depends on alice's turns only: 2000 of bob's in the same conversation cost nothing.
+    expect(many.lookups).toBe(few.lookups);
+    expect(many.lookups).toBeLessThan(10);
   });
 
   it('releases pending waiters on close', async () => {

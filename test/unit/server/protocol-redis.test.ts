@@ -10,6 +10,7 @@ import type { TurnLog } from '../../../src/server/turn-log.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
+import { defineBoundsSuite } from './bounds-suite.js';
 import { defineProtocolSuite } from './protocol-suite.js';
 
 let redis: RedisServer;
@@ -30,6 +31,15 @@ function redisLog(options: { now?: () => number; retentionMs?: number } = {}): T
 }
 
 defineProtocolSuite(
+  'redis turn log',
+  async ({ now }) => {
+    const log = redisLog({ now });
+    return { log, cleanup: () => log.close() };
+  },
+  { retention: false },
+);
+
+defineBoundsSuite(
   'redis turn log',
   async ({ now }) => {
     const log = redisLog({ now });
@@ -77,6 +87,31 @@ describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
     expect(again.turnId).not.toBe(answer.turnId);
     // After the tombstone, the id is simply unknown.
     await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(404);
+  });
+
+  it("answers 404 for another principal's expired turn on every route, 410 to its owner", async () => {
+    const log = redisLog({ retentionMs: 300 });
+    cleanups.push(() => log.close());
+    const agent = controlledAgent();
+    const server = await startTestServer({ store: log, agent: agent.agent, authorize: (request) => request.headers.get('x-user') ?? 'nobody' });
+    cleanups.push(() => server.close());
+    const created = await fetch(`${server.baseUrl}/conversations/conv-p/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': newKey(), 'x-user': 'alice' },
+      body: JSON.stringify({ content: 'mine' }),
+    });
+    const { turnId } = (await created.json()) as { turnId: string };
+    await (await agent.nextTurn()).end();
+    await waitForTurnEnd(server.log, turnId);
+    const headers = (user: string, extra: Record<string, string> = {}): Record<string, string> => ({ 'x-user': user, ...extra });
+    await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${turnId}`, { headers: headers('alice') })).status, { timeout: 10_000, interval: 50 }).toBe(410);
+    for (const user of ['bob', 'alice']) {
+      const [status, code] = user === 'bob' ? [404, 'turn_not_found'] : [410, 'turn_expired'];
+      await expectCode(await fetch(`${server.baseUrl}/turns/${turnId}`, { headers: headers(user) }), status, code);
+      await expectCode(await fetch(`${server.baseUrl}/turns/${turnId}/events`, { headers: headers(user) }), status, code);
+      await expectCode(await fetch(`${server.baseUrl}/turns/${turnId}/events`, { headers: headers(user, { 'last-event-id': '1' }) }), status, code);
+      await expectCode(await fetch(`${server.baseUrl}/turns/${turnId}/cancel`, { method: 'POST', headers: headers(user) }), status, code);
+    }
   });
 
   it('never expires a live turn, however long it stays silent', async () => {

@@ -653,8 +653,15 @@ export function defineProtocolSuite(name: string, makeLog: MakeProtocolLog, suit
         const events = replay.events.map((event) => turnEventSchema.parse(event));
         expect(events).toEqual(stream.events());
         expect(replay.hasMore).toBe(false);
-        expect(replay.turn).toMatchObject({ id: answer.turnId, conversationId: 'conv-1', messageId: answer.messageId, status: 'complete', lastSeq: events.length });
-        expect(Object.keys(replay.turn).sort()).toEqual(['conversationId', 'createdAt', 'id', 'lastSeq', 'messageId', 'status', 'updatedAt']);
+        expect(replay.turn).toMatchObject({
+          id: answer.turnId,
+          conversationId: 'conv-1',
+          messageId: answer.messageId,
+          status: 'complete',
+          lastSeq: events.length,
+          content: 'Hello',
+        });
+        expect(Object.keys(replay.turn).sort()).toEqual(['content', 'conversationId', 'createdAt', 'id', 'lastSeq', 'messageId', 'status', 'updatedAt']);
       });
 
       it('pages with limit and hasMore until the end', async () => {
@@ -715,14 +722,17 @@ export function defineProtocolSuite(name: string, makeLog: MakeProtocolLog, suit
       it('lists a conversation newest first with limit; an unused conversation lists empty', async () => {
         const server = await setup();
         const ids: string[] = [];
-        for (let i = 0; i < 4; i++) {
-          const answer = await submitMessage(server.baseUrl, 'conv-list', `message ${i}`);
+        // Content comes back exactly as accepted (1.1), objects included.
+        const contents = ['message 0', { role: 'user', parts: [{ type: 'text', text: 'message 1' }] }, 'message 2', { n: 3, nested: { ok: true } }];
+        for (const content of contents) {
+          const answer = await submitMessage(server.baseUrl, 'conv-list', content);
           ids.push(answer.turnId);
           await waitForTurnEnd(server.log, answer.turnId);
         }
         await submitMessage(server.baseUrl, 'conv-other', 'elsewhere');
         const all = listAnswerSchema.parse(await (await fetch(`${server.baseUrl}/conversations/conv-list/turns`)).json());
         expect(all.turns.map((turn) => turn.id)).toEqual([...ids].reverse());
+        expect(all.turns.map((turn) => turn.content)).toEqual([...contents].reverse());
         for (const turn of all.turns) expect(turn).toMatchObject({ conversationId: 'conv-list', status: 'complete' });
         const two = listAnswerSchema.parse(await (await fetch(`${server.baseUrl}/conversations/conv-list/turns?limit=2`)).json());
         expect(two.turns.map((turn) => turn.id)).toEqual([ids[3], ids[2]]);

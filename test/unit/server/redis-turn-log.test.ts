@@ -292,7 +292,7 @@ describe('redis turn log', () => {
     await expect(producer.getTurn(turn.id)).rejects.toThrow(/closed/);
   });
 
-  it('expires a turn after retention: 410-style "expired" from the tombstone, then unknown', async () => {
+  it('expires a turn after retention: expired (with its principal) from the tombstone, then unknown', async () => {
     const keyPrefix = newPrefix();
     const { log } = openLog({ keyPrefix, retentionMs: 150 });
     const turn = await newTurn(log, { conversationId: 'conv_exp' });
@@ -306,7 +306,7 @@ describe('redis turn log', () => {
     });
     await log.append(turn.id, await endOf(''));
     expect(await log.getTurn(turn.id)).toMatchObject({ status: 'complete' });
-    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toBe('expired');
+    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toEqual({ expired: true, principal: 'alice' });
     expect(await log.read(turn.id, 0, 10)).toEqual({ events: [], hasMore: false });
     expect(await log.listTurns('conv_exp', 'alice', 10)).toEqual([]);
     expect(await log.getIdempotency('alice', 'key-expiring-0000001')).toBeUndefined();

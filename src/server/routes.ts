@@ -1,0 +1,32 @@
+/** The routes of PROTOCOL.md, matched on the path below the base path. */
+export type Route =
+  | { kind: 'submit'; conversationId: string }
+  | { kind: 'list'; conversationId: string }
+  | { kind: 'follow'; turnId: string }
+  | { kind: 'replay'; turnId: string }
+  | { kind: 'cancel'; turnId: string };
+
+/** The one method each route answers; others get `405` with this as `Allow`. */
+export const ALLOWED_METHOD: Record<Route['kind'], string> = { submit: 'POST', list: 'GET', follow: 'GET', replay: 'GET', cancel: 'POST' };
+
+/** `''`, or the base path with one leading slash and no trailing one. */
+export function normalizeBasePath(basePath: string): string {
+  if (basePath === '' || basePath === '/') return '';
+  const withSlash = basePath.startsWith('/') ? basePath : `/${basePath}`;
+  return withSlash.endsWith('/') ? withSlash.slice(0, -1) : withSlash;
+}
+
+export function matchRoute(path: string): Route | undefined {
+  const parts = path.split('/');
+  if (parts[0] !== '') return undefined;
+  const [, collection, id, action] = parts;
+  // An empty segment names nothing: `/turns/` is no route, while `/turns/a.b` is a route with a bad id.
+  if (id === undefined || id === '' || action === '') return undefined;
+  if (parts.length === 3 && collection === 'turns') return { kind: 'replay', turnId: id };
+  if (parts.length !== 4) return undefined;
+  if (collection === 'conversations' && action === 'messages') return { kind: 'submit', conversationId: id };
+  if (collection === 'conversations' && action === 'turns') return { kind: 'list', conversationId: id };
+  if (collection === 'turns' && action === 'events') return { kind: 'follow', turnId: id };
+  if (collection === 'turns' && action === 'cancel') return { kind: 'cancel', turnId: id };
+  return undefined;
+}
