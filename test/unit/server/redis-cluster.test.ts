@@ -1,7 +1,7 @@
 /**
  * The Redis turn log on a real 3-master Redis Cluster (one master has a replica): the
  * shared-store suite (cross-instance stream, resume, replay, idempotency, list, cancel,
- * producer loss), what makes it cluster-safe (a turn's keys in one slot, the conversation
+ * producer loss), the protocol and bounds suites, what makes it cluster-safe (a turn's keys in one slot, the conversation
  * index and idempotency records in their own, half-done steps invisible or repaired),
  * the ways to connect, and last a failover: the master holding a live turn is stopped
  * and the turn still ends with every event once.
@@ -15,6 +15,8 @@ import type { TurnLog } from '../../../src/server/turn-log.js';
 import { controlledAgent, splitText, textAgent } from '../../fixtures/agents.js';
 import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-cluster.js';
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
+import { defineBoundsSuite } from './bounds-suite.js';
+import { defineProtocolSuite } from './protocol-suite.js';
 import { createFollower, defineSharedStoreSuite, expectIntact, oneToN, seqs } from './redis-shared-store-suite.js';
 
 let cluster: RedisCluster;
@@ -61,6 +63,14 @@ async function masterOf(slot: number): Promise<number> {
 }
 
 defineSharedStoreSuite('Redis Cluster', () => cluster.url);
+
+// The whole wire protocol and its 1.1 bounds over the cluster (retention runs on Redis's clock: protocol-redis.test.ts).
+const clusterLog = async ({ now }: { now: () => number }) => {
+  const log = createRedisTurnLog({ url: cluster.url, keyPrefix: newPrefix(), now });
+  return { log, cleanup: () => log.close() };
+};
+defineProtocolSuite('redis cluster turn log', clusterLog, { retention: false });
+defineBoundsSuite('redis cluster turn log', clusterLog, { retention: false });
 
 describe('the turn log on Redis Cluster', () => {
   it('keeps a turn in one slot, its index and idempotency record in others, and spreads turns over the masters', async () => {
