@@ -30,22 +30,25 @@ export async function appendBodies(
   condition: { expectSeq?: number; leaseLapsed?: boolean } = {},
 ): Promise<AppendResult> {
   const { connection, keys, retentionMs, liveTtlMs } = ctx;
-  const ends = bodies.some(({ endStatus }) => endStatus !== '');
-  // Retention counts from turn.end; until then the live TTL keeps the turn whatever its pace.
-  const ttl = ends ? retentionMs : liveTtlMs;
   const args: (string | number)[] = [
     new Date(ctx.now()).toISOString(),
-    ttl,
-    ttl + retentionMs,
+    retentionMs,
+    2 * retentionMs,
+    liveTtlMs,
     condition.expectSeq === undefined ? '' : condition.expectSeq,
     condition.leaseLapsed ? '1' : '0',
+    randomUUID(),
+    '0',
   ];
-  args.push(randomUUID());
   for (const { body, endStatus } of bodies) args.push(body, endStatus);
   const turnKeys = keys.turn(turnId);
   const scriptKeys = [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone];
   if (connection.isCluster) scriptKeys.push(turnKeys.wake);
-  const reply = (await runThroughFailover(ctx, () => connection.run(APPEND, scriptKeys, args))) as [number, string?, string?, string?];
+  const reply = (await runThroughFailover(ctx, (attempt) => {
+    // Only a retry looks for its own earlier attempt.
+    args[7] = attempt > 0 ? '1' : '0';
+    return connection.run(APPEND, scriptKeys, args);
+  })) as [number, string?, string?, string?];
   const [seq, principal, conversationId, idempotencyKey] = reply;
   if (seq === 0) return 'unknown';
   if (seq === -1) return 'ended';
@@ -71,11 +74,11 @@ const TRANSIENT = /Connection is closed|Too many Cluster redirections|CLUSTERDOW
  * takes about the cluster's node timeout; a client's own redirection budget is often
  * shorter, and a producer whose append failed would end its turn `store_failed`.
  */
-async function runThroughFailover<T>(ctx: RedisContext, step: () => Promise<T>): Promise<T> {
+async function runThroughFailover<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>): Promise<T> {
   const deadline = Date.now() + ctx.leaseMs;
-  for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
+  for (let attempt = 0, pause = 50; ; attempt++, pause = Math.min(2 * pause, 1000)) {
     try {
-      return await step();
+      return await step(attempt);
     } catch (error) {
       if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
       ctx.report(error, { phase: 'store' });

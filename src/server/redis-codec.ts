@@ -40,7 +40,7 @@ export function toEvent(turnId: string, [id, fields]: [string, string[]]): TurnE
   return { turnId, seq, ...(JSON.parse(body) as object) } as TurnEvent;
 }
 
-/** Runs a MULTI (all of its keys in one slot) and returns its replies, throwing the first command error. */
+/** Runs a MULTI or pipeline (all of its keys in one slot) and returns its replies, throwing the first command error. */
 export async function execAll(multi: ChainableCommander): Promise<unknown[]> {
   const replies = await multi.exec();
   if (replies === null) throw new Error('A Redis transaction was aborted.');

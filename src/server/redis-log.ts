@@ -153,14 +153,25 @@ export class RedisTurnLog implements TurnLog {
     }
   }
 
+  /**
+   * Waits on the waiter first: while events flow that is the only cost. Only when a
+   * wait passes with nothing new (at most a third of a lease) is the turn itself looked
+   * at: ended, gone, or its producer lost (then ended here).
+   */
   async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
     const { signal, timeoutMs } = options;
     const keys = this.#ctx.keys.turn(turnId);
     const deadline = Date.now() + timeoutMs;
     const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
-    while (!signal.aborted && !this.#closed) {
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || signal.aborted || this.#closed) return;
+      const waiter = await this.#waiterFor();
+      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs))) return;
+      if (signal.aborted || this.#closed) return;
       const client = await this.#ctx.connection.client();
-      const [[lastSeq, endedAt], leased] = (await execAll(client.multi().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
+      // Two reads in one round trip; no MULTI needed, each answer stands on its own.
+      const [[lastSeq, endedAt], leased] = (await execAll(client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
         [string | null, string | null],
         number,
       ];
@@ -170,10 +181,6 @@ export class RedisTurnLog implements TurnLog {
         await endIfProducerLost(this.#ctx, this.#leases, turnId);
         return;
       }
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return;
-      const waiter = await this.#waiterFor();
-      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs))) return;
     }
   }
 

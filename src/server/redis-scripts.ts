@@ -46,54 +46,70 @@ return 1
 
 /**
  * KEYS: turn, events, lease, cancel, tombstone, and on a cluster the wake channel.
- * ARGV: now, key ttl, tombstone ttl, expected lastSeq ('' = any), '1' when the lease
- * must have lapsed, the append's id, then per event: its JSON body and its end status
- * ('' unless turn.end). Returns {seq[, principal, conversationId, idempotency key]} (the
- * extra fields once the turn ended), or {0} unknown turn, {-1} already ended, {-2}
- * lastSeq moved, {-3} lease held.
+ * ARGV: now, end ttl, tombstone end ttl, live ttl, expected lastSeq ('' = any), '1' when
+ * the lease must have lapsed, the append's id, '1' on a retry, then per event: its JSON
+ * body and its end status ('' unless turn.end). Returns {seq[, principal,
+ * conversationId, idempotency key]} (the extra fields once the turn ended), or {0}
+ * unknown turn, {-1} already ended, {-2} lastSeq moved, {-3} lease held.
  *
  * The append's id is stored on its last entry. A retry of an append whose reply was
  * lost (a connection cut, a failover) finds it among the newest entries and answers
  * what the first attempt did instead of logging the events twice.
+ *
+ * Written for few calls per event: a live turn's TTLs are kept up by the lease renewal,
+ * so an append only gives the stream its TTL when it creates it, and all TTLs at the end.
  */
 export const APPEND = new Script(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
-local function result(seq)
-  if redis.call('HEXISTS', KEYS[1], 'endedAt') == 0 then return {seq} end
+local function ended_reply(seq)
   local info = redis.call('HMGET', KEYS[1], 'principal', 'conversationId', 'idem')
   return {seq, info[1], info[2], info[3] or ''}
 end
-for _, entry in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 16)) do
-  if entry[2][4] == ARGV[6] then return result(tonumber(string.match(entry[1], '^%d+'))) end
+local state = redis.call('HMGET', KEYS[1], 'lastSeq', 'endedAt')
+if not state[1] then return {0} end
+if ARGV[8] == '1' then
+  for _, entry in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 16)) do
+    if entry[2][4] == ARGV[7] then
+      local seq = tonumber(string.match(entry[1], '^%d+'))
+      if state[2] then return ended_reply(seq) end
+      return {seq}
+    end
+  end
 end
-if redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return {-1} end
-local seq = tonumber(redis.call('HGET', KEYS[1], 'lastSeq'))
-if ARGV[4] ~= '' and tonumber(ARGV[4]) ~= seq then return {-2} end
-if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return {-3} end
-local ended = false
-for i = 7, #ARGV, 2 do
+if state[2] then return {-1} end
+local seq = tonumber(state[1])
+if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= seq then return {-2} end
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return {-3} end
+local first = seq == 0
+local status = 'streaming'
+for i = 9, #ARGV, 2 do
   seq = seq + 1
   -- The entry id is the seq, so Redis itself refuses a second event with the same seq.
   if i + 2 > #ARGV then
-    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i], 'a', ARGV[6])
+    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i], 'a', ARGV[7])
   else
     redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i])
   end
-  if ARGV[i + 1] ~= '' then
-    redis.call('HSET', KEYS[1], 'status', ARGV[i + 1], 'endedAt', ARGV[1])
-    ended = true
-  end
+  if ARGV[i + 1] ~= '' then status = ARGV[i + 1] end
 end
-if not ended then redis.call('HSET', KEYS[1], 'status', 'streaming') end
-redis.call('HSET', KEYS[1], 'lastSeq', string.format('%d', seq), 'updatedAt', ARGV[1])
+local ended = status ~= 'streaming'
+if ended then
+  redis.call('HSET', KEYS[1], 'status', status, 'endedAt', ARGV[1], 'lastSeq', string.format('%d', seq), 'updatedAt', ARGV[1])
+else
+  redis.call('HSET', KEYS[1], 'status', status, 'lastSeq', string.format('%d', seq), 'updatedAt', ARGV[1])
+end
+-- Same slot as the turn: followers on any instance hear of the append from this shard alone.
+if KEYS[6] then redis.call('SPUBLISH', KEYS[6], string.format('%d', seq)) end
+if not ended then
+  if first then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+  return {seq}
+end
+-- Retention counts from turn.end.
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('PEXPIRE', KEYS[4], ARGV[2])
 redis.call('PEXPIRE', KEYS[5], ARGV[3])
--- Same slot as the turn: followers on any instance hear of the append from this shard alone.
-if KEYS[6] then redis.call('SPUBLISH', KEYS[6], string.format('%d', seq)) end
-if ended then redis.call('DEL', KEYS[3]) end
-return result(seq)
+redis.call('DEL', KEYS[3])
+return ended_reply(seq)
 `);
 
 /**

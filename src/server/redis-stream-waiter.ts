@@ -13,6 +13,11 @@ import type { Redis } from 'ioredis';
  * `XREAD` reaches the server, the `XREAD` returns at once because it asks for entries
  * after the last control id it saw. A follower that stops watching (abort, timeout)
  * costs no Redis command at all; its key simply drops out of the next `XREAD`.
+ *
+ * A key whose last follower was just woken stays in the next reads for a moment (from
+ * the seq that woke it): the follower reads the new events and waits again from there,
+ * which the read in flight already covers, so following a live turn costs no control
+ * write per event.
  */
 export interface StreamWaiter {
   /**
@@ -38,7 +43,8 @@ export interface StreamWaiterOptions {
 
 interface Waiter {
   after: number;
-  settle(woken: boolean): void;
+  /** `seq`: the entry that woke it, if one did. */
+  settle(woken: boolean, seq?: number): void;
 }
 
 /** Seq of a stream entry id `<seq>-0`. */
@@ -48,10 +54,14 @@ function seqOf(id: string): number {
 
 /** The control stream only needs to outlive a crashed process briefly. */
 const WAKE_TTL_MS = 60 * 60 * 1000;
+/** How long a key stays watched after its last follower left, ms: enough to read a page and come back. */
+const LINGER_MS = 2000;
 
 export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
   const { client, wakeKey, blockMs, onError } = options;
   const byKey = new Map<string, Set<Waiter>>();
+  /** Keys nobody waits on right now, still read from `seq` until `until` (ms). */
+  const lingering = new Map<string, { seq: number; until: number }>();
   let connection: Redis | undefined;
   let running = false;
   let closed = false;
@@ -63,10 +73,12 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
   /** ioredis prefixes key names with its own `keyPrefix` option, also in XREAD replies. */
   const clientPrefix = (client.options as { keyPrefix?: string }).keyPrefix ?? '';
 
-  function remove(key: string, waiter: Waiter): void {
+  function remove(key: string, waiter: Waiter, seenSeq: number): void {
     const set = byKey.get(key);
     set?.delete(waiter);
-    if (set?.size === 0) byKey.delete(key);
+    if (set?.size !== 0) return;
+    byKey.delete(key);
+    lingering.set(key, { seq: Math.max(seenSeq, waiter.after), until: Date.now() + LINGER_MS });
   }
 
   function settleAll(woken: boolean): void {
@@ -94,6 +106,34 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
     return min;
   }
 
+  /** The keys of the next XREAD and the seq each is read after: every waited key, and the lingering ones. */
+  function nextRead(): Map<string, number> {
+    const read = new Map<string, number>();
+    const now = Date.now();
+    for (const [key, { seq, until }] of lingering) {
+      if (until <= now || byKey.has(key)) lingering.delete(key);
+      else read.set(key, seq);
+    }
+    for (const [key, set] of byKey) read.set(key, minAfter(set));
+    return read;
+  }
+
+  function deliver(reply: [string, [string, string[]][]][] | null): void {
+    for (const [rawKey, entries] of reply ?? []) {
+      const key = rawKey.startsWith(clientPrefix) ? rawKey.slice(clientPrefix.length) : rawKey;
+      const first = entries[0];
+      if (first === undefined) continue;
+      if (key === wakeKey) {
+        wakeId = (entries[entries.length - 1] as [string, string[]])[0];
+        continue;
+      }
+      const seq = seqOf(first[0]);
+      // New entries nobody is back for yet: the key's follower will ask from an older seq.
+      lingering.delete(key);
+      for (const waiter of [...(byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true, seq);
+    }
+  }
+
   async function loop(): Promise<void> {
     running = true;
     try {
@@ -103,9 +143,8 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
           connection = client.duplicate({ commandTimeout: undefined });
           connection.on('error', onError);
         }
-        const keys = [...byKey.keys()];
-        const from = keys.map((key) => minAfter(byKey.get(key) as Set<Waiter>));
-        inFlight = new Map(keys.map((key, i) => [key, from[i] as number]));
+        inFlight = nextRead();
+        const keys = [...inFlight.keys()];
         wakeSent = false;
         let reply: [string, [string, string[]][]][] | null;
         try {
@@ -118,7 +157,7 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
             wakeKey,
             ...keys,
             wakeId,
-            ...from.map((seq) => `${seq}-0`),
+            ...keys.map((key) => `${inFlight?.get(key) ?? 0}-0`),
           )) as [string, [string, string[]][]][] | null;
         } catch (error) {
           inFlight = undefined;
@@ -129,17 +168,7 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
           continue;
         }
         inFlight = undefined;
-        for (const [rawKey, entries] of reply ?? []) {
-          const key = rawKey.startsWith(clientPrefix) ? rawKey.slice(clientPrefix.length) : rawKey;
-          const first = entries[0];
-          if (first === undefined) continue;
-          if (key === wakeKey) {
-            wakeId = (entries[entries.length - 1] as [string, string[]])[0];
-            continue;
-          }
-          const seq = seqOf(first[0]);
-          for (const waiter of [...(byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true);
-        }
+        deliver(reply);
       }
     } finally {
       running = false;
@@ -152,10 +181,10 @@ export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
       return new Promise<boolean>((resolve) => {
         const waiter: Waiter = {
           after,
-          settle(woken) {
+          settle(woken, seq = 0) {
             clearTimeout(timer);
             signal.removeEventListener('abort', onAbort);
-            remove(key, waiter);
+            remove(key, waiter, seq);
             resolve(woken);
           },
         };
