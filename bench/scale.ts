@@ -42,7 +42,9 @@ export interface ScaleResult {
   p99Ms: number;
   commandsPerEvent: number;
   redisCpuUsPerEvent: number;
-  /** Per submit in the burst: commands and Redis CPU. */
+  /** CPU of this process (every instance, producers and followers) per event delivered. */
+  serverCpuUsPerEvent: number;
+  /** Redis commands per one-delta turn of the submit burst, its whole life (submit, create, three events, end). */
   commandsPerSubmit: number;
 }
 
@@ -169,6 +171,7 @@ async function runOn(topology: Topology, options: ScaleOptions): Promise<ScaleRe
 
     const latencies: number[] = [];
     const before = await counters(topology.masters);
+    const cpuBefore = process.cpuUsage();
     const start = performance.now();
     const delivered = await Promise.all(
       Array.from({ length: turns }, async (_, i) => {
@@ -177,6 +180,7 @@ async function runOn(topology: Topology, options: ScaleOptions): Promise<ScaleRe
       }),
     );
     const seconds = (performance.now() - start) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
     const after = await counters(topology.masters);
     const events = delivered.reduce((sum, count) => sum + count, 0);
     const result: ScaleResult = {
@@ -191,6 +195,7 @@ async function runOn(topology: Topology, options: ScaleOptions): Promise<ScaleRe
       p99Ms: quantile(latencies, 0.99),
       commandsPerEvent: (after.calls - before.calls) / events,
       redisCpuUsPerEvent: ((after.cpuSeconds - before.cpuSeconds) * 1e6) / events,
+      serverCpuUsPerEvent: (cpu.user + cpu.system) / events,
       commandsPerSubmit: (afterSubmits.calls - beforeSubmits.calls) / submits,
     };
     log(`  ${topology.name}: ${int(result.eventsPerSecond)} events/s, p50 ${fixed(result.p50Ms)} ms, p99 ${fixed(result.p99Ms)} ms, ${fixed(result.commandsPerEvent)} commands/event`);
@@ -218,16 +223,42 @@ export async function benchScale(options: ScaleOptions): Promise<ScaleResult[]> 
   return results;
 }
 
+/** Share of one core a Redis master may spend on Lifeline in the projection: headroom for spikes, failover and replication. */
+const REDIS_CPU_BUDGET = 0.5;
+
+/** Concurrent turns `masters` Redis masters carry at `eventsPerTurnPerSecond`, from the measured CPU per event. */
+function turnsCarried(masters: number, cpuUsPerEvent: number, eventsPerTurnPerSecond: number): number {
+  return (masters * REDIS_CPU_BUDGET * 1e6) / (cpuUsPerEvent * eventsPerTurnPerSecond);
+}
+
+function projection(results: ScaleResult[], eventsPerTurnPerSecond: number): string[] {
+  const single = results.find((r) => r.masters === 1);
+  const cluster = results.find((r) => r.masters > 1);
+  if (!single || !cluster) return [];
+  const sizes = [3, 6, 12, 24];
+  return [
+    '',
+    `Projection from these figures: the Redis side scales with its busiest thread, one per master. Giving Lifeline ${REDIS_CPU_BUDGET * 100} % of one core per master and turns streaming ${fixed(eventsPerTurnPerSecond, 0)} events/s each (the agent rate above), one Redis carries about **${int(turnsCarried(1, single.redisCpuUsPerEvent, eventsPerTurnPerSecond))} concurrent turns** (${fixed(single.redisCpuUsPerEvent)} µs per event). On a cluster a turn's keys sit in one slot and every per-event step stays in that slot, so capacity grows with the masters at the cluster's measured ${fixed(cluster.redisCpuUsPerEvent)} µs per event:`,
+    '',
+    `| masters | ${sizes.map(String).join(' | ')} |`,
+    `|---|${sizes.map(() => '---:').join('|')}|`,
+    `| concurrent turns | ${sizes.map((k) => int(turnsCarried(k, cluster.redisCpuUsPerEvent, eventsPerTurnPerSecond))).join(' | ')} |`,
+    '',
+    `The server instances need about ${fixed(cluster.serverCpuUsPerEvent, 0)} µs of Node CPU per event delivered (producing, appending, waking and sending it), i.e. one core per ~${int(turnsCarried(1, cluster.serverCpuUsPerEvent, eventsPerTurnPerSecond) / REDIS_CPU_BUDGET)} turns at that rate. A submit costs ~${fixed(cluster.commandsPerSubmit, 0)} commands over its turn's whole life, next to ~${fixed(cluster.commandsPerEvent, 1)} per event, so long turns are dominated by their events. Redis CPU measured on a shared, busy machine overstates a dedicated core's cost; the figures are an order of magnitude, to be re-measured on the target hardware with this same run.`,
+  ];
+}
+
 export function scaleReport(results: ScaleResult[], options: Omit<ScaleOptions, 'log'>): string {
   const rows = results.map(
     (r) =>
-      `| ${r.store} | ${r.instances} × ${r.turns} | ${int(r.submitsPerSecond)} | ${int(r.eventsPerSecond)} | ${fixed(r.p50Ms)} | ${fixed(r.p99Ms)} | ${fixed(r.commandsPerEvent)} | ${fixed(r.redisCpuUsPerEvent)} | ${fixed(r.commandsPerSubmit)} |`,
+      `| ${r.store} | ${r.instances} × ${r.turns} | ${int(r.submitsPerSecond)} | ${int(r.eventsPerSecond)} | ${fixed(r.p50Ms)} | ${fixed(r.p99Ms)} | ${fixed(r.commandsPerEvent)} | ${fixed(r.redisCpuUsPerEvent)} | ${fixed(r.serverCpuUsPerEvent, 0)} | ${fixed(r.commandsPerSubmit)} |`,
   );
   return [
-    `${options.instances} server instances in one process; ${options.turns} live turns of ${options.eventsPerTurn} deltas, one every ${options.intervalMs} ms, each submitted to one instance and followed over SSE on the next; submits: a burst of ${options.submits} one-delta turns, ${options.submitConcurrency} at a time. Latency: agent yield (append) → follower parsed it. Redis figures are INFO deltas summed over the masters during the live phase, divided by events delivered.`,
+    `${options.instances} server instances in one process; ${options.turns} live turns of ${options.eventsPerTurn} deltas, one every ${options.intervalMs} ms (${fixed((options.turns * 1000) / options.intervalMs, 0)} events/s offered), each submitted to one instance and followed over SSE on the next; submits: a burst of ${options.submits} one-delta turns, ${options.submitConcurrency} at a time. Latency: agent yield (append) → follower parsed it. Redis figures are INFO deltas (commandstats calls, used_cpu_sys+user) summed over the masters during the live phase, divided by events delivered; server CPU is this process's.`,
     '',
-    '| store | instances × live turns | submits/s | events/s delivered | p50 ms | p99 ms | Redis commands / event | Redis CPU µs / event | commands / submit |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| store | instances × live turns | submits/s | events/s delivered | p50 ms | p99 ms | Redis commands / event | Redis CPU µs / event | server CPU µs / event | commands / one-delta turn |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    ...projection(results, 1000 / options.intervalMs),
   ].join('\n');
 }
