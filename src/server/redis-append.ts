@@ -54,6 +54,9 @@ export async function appendBodies(
   if (seq === -1) return 'ended';
   if (seq === -2) return 'moved';
   if (seq === -3) return 'held';
+  if (!leases.acknowledge(turnId, seq)) {
+    throw new Error(`Turn ${turnId}: Redis answered seq ${seq}, not past an earlier acknowledged append; the log lost events (a failover before replication).`);
+  }
   if (principal !== undefined && conversationId !== undefined) {
     leases.forget(turnId);
     const client = await connection.client();

@@ -7,6 +7,8 @@ interface OwnedTurn {
   claimedAt: number;
   conversationKey: string;
   idempotencyKey?: string;
+  /** Highest seq an append of this instance was acknowledged with. */
+  lastSeq: number;
 }
 
 /**
@@ -27,7 +29,7 @@ export class LeaseKeeper {
 
   /** A turn this instance just created. */
   claim(turnId: string, conversationKey: string): void {
-    this.#owned.set(turnId, { claimedAt: Date.now(), conversationKey });
+    this.#owned.set(turnId, { claimedAt: Date.now(), conversationKey, lastSeq: 0 });
     if (this.#timer !== undefined) return;
     this.#timer = setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#ctx.leaseMs / 3)));
     (this.#timer as { unref?: () => void }).unref?.();
@@ -37,6 +39,20 @@ export class LeaseKeeper {
   attachIdempotency(turnId: string, idempotencyKey: string): void {
     const owned = this.#owned.get(turnId);
     if (owned) owned.idempotencyKey = idempotencyKey;
+  }
+
+  /**
+   * Notes the seq an append of a turn produced here was acknowledged with. False when it
+   * is not past the previous one: the log lost acknowledged events (a master failed over
+   * before its replica had them), so the seqs this instance handed out are being reused.
+   * The next append is judged against this one, so the producer can still end the turn.
+   */
+  acknowledge(turnId: string, seq: number): boolean {
+    const owned = this.#owned.get(turnId);
+    if (!owned) return true;
+    const ahead = seq > owned.lastSeq;
+    owned.lastSeq = seq;
+    return ahead;
   }
 
   /** The turn ended; nothing to renew. */

@@ -106,6 +106,28 @@ describe('redis turn log', () => {
     await expect(newTurn(log).then((t) => log.createTurn({ ...t, content: 'again' }))).rejects.toThrow(/exists/);
   });
 
+  it('refuses to hand out a seq twice when Redis lost acknowledged appends, then lets the producer end the turn', async () => {
+    const keyPrefix = newPrefix();
+    const { log } = openLog({ keyPrefix });
+    const turn = await newTurn(log);
+    await log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    for (const text of ['a', 'b', 'c']) await log.append(turn.id, { type: 'delta', text });
+    // What a master failed over before replicating looks like: the last two appends are gone.
+    const raw = client();
+    const eventsKey = `${keyPrefix}turn:{${turn.id}}:events`;
+    const kept = await raw.xrange(eventsKey, '-', '2-0');
+    await raw.del(eventsKey);
+    for (const [id, fields] of kept) await raw.xadd(eventsKey, id, ...fields);
+    await raw.hset(`${keyPrefix}turn:{${turn.id}}`, 'lastSeq', '2');
+    await expect(log.append(turn.id, { type: 'delta', text: 'd' })).rejects.toThrow(/lost events/);
+    // The log holds 'd' at 3 (not at 5 as the producer meant); the producer's store-failure
+    // path ends the turn on what the log holds, and that append goes through.
+    const end = await log.append(turn.id, await endOf('ad'));
+    expect(end.seq).toBe(4);
+    const { events } = await log.read(turn.id, 0, 10);
+    expect(events.map((event) => (event.type === 'delta' ? event.text : event.type))).toEqual(['turn.start', 'a', 'd', 'turn.end']);
+  });
+
   it('assigns gap-free, unique seqs when two instances append to one turn at once', async () => {
     const keyPrefix = newPrefix();
     const a = openLog({ keyPrefix }).log;
