@@ -154,28 +154,30 @@ export class RedisTurnLog implements TurnLog {
   }
 
   /**
-   * Waits on the waiter first: while events flow that is the only cost. Only when a
-   * wait passes with nothing new (at most a third of a lease) is the turn itself looked
-   * at: ended, gone, or its producer lost (then ended here).
+   * One look at the turn, then the waiter: while events flow that is all it costs. The
+   * lease is only looked at when a wait passed with nothing new (at most a third of a
+   * lease): then a lapsed one ends the turn here (`producer_lost`).
    */
   async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
     const { signal, timeoutMs } = options;
     const keys = this.#ctx.keys.turn(turnId);
     const deadline = Date.now() + timeoutMs;
     const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
+    const client = await this.#ctx.connection.client();
+    const [lastSeq, endedAt] = await client.hmget(keys.turn, 'lastSeq', 'endedAt');
+    if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0 || signal.aborted || this.#closed) return;
       const waiter = await this.#waiterFor();
       if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs))) return;
       if (signal.aborted || this.#closed) return;
-      const client = await this.#ctx.connection.client();
       // Two reads in one round trip; no MULTI needed, each answer stands on its own.
-      const [[lastSeq, endedAt], leased] = (await execAll(client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
+      const [[seq, ended], leased] = (await execAll(client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
         [string | null, string | null],
         number,
       ];
-      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
+      if (seq === null || ended !== null || Number(seq) > after) return;
       if (leased === 0) {
         // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
         await endIfProducerLost(this.#ctx, this.#leases, turnId);

@@ -53,112 +53,124 @@ interface Channel {
 }
 
 export function createShardWaiter(options: ShardWaiterOptions): ShardWaiter {
-  const { client, lingerMs, onError } = options;
-  const channels = new Map<string, Channel>();
-  let subscriber: Cluster | undefined;
-  let sweeper: ReturnType<typeof setInterval> | undefined;
-  let closed = false;
-  /** Counts signs of lost subscriber connections; a confirmation that straddles one does not count. */
-  let epoch = 0;
-  /** ioredis's keyPrefix applies to the script's KEYS, so also to the channel the script publishes on. */
-  const prefix = client.options.keyPrefix ?? '';
+  return new ShardSubscriptions(options);
+}
 
-  function wake(channel: Channel, seq: number): void {
+class ShardSubscriptions implements ShardWaiter {
+  readonly #client: Cluster;
+  readonly #lingerMs: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #channels = new Map<string, Channel>();
+  /** ioredis's keyPrefix applies to the script's KEYS, so also to the channel the script publishes on. */
+  readonly #prefix: string;
+  #subscriber: Cluster | undefined;
+  #sweeper: ReturnType<typeof setInterval> | undefined;
+  #closed = false;
+  /** Counts signs of lost subscriber connections; a confirmation that straddles one does not count. */
+  #epoch = 0;
+
+  constructor(options: ShardWaiterOptions) {
+    this.#client = options.client;
+    this.#lingerMs = options.lingerMs;
+    this.#onError = options.onError;
+    this.#prefix = options.client.options.keyPrefix ?? '';
+  }
+
+  wait(keys: TurnKeys, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+    if (this.#closed || signal.aborted) return Promise.resolve(false);
+    const name = `${this.#prefix}${keys.wake}`;
+    let channel = this.#channels.get(name);
+    if (!channel) {
+      channel = { turnKey: keys.turn, seq: 0, confirmed: false, confirming: false, waiters: new Set(), idleSince: Date.now() };
+      this.#channels.set(name, channel);
+    }
+    if (channel.confirmed && channel.seq > after) return Promise.resolve(true);
+    const target = channel;
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        after,
+        settle(woken) {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          if (target.waiters.delete(waiter) && target.waiters.size === 0) target.idleSince = Date.now();
+          resolve(woken);
+        },
+      };
+      const onAbort = (): void => waiter.settle(false);
+      const timer = setTimeout(onAbort, timeoutMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      target.waiters.add(waiter);
+      if (!target.confirmed) void this.#confirm(name, target);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
+    for (const channel of this.#channels.values()) for (const waiter of [...channel.waiters]) waiter.settle(false);
+    this.#channels.clear();
+    this.#subscriber?.disconnect();
+  }
+
+  #wake(channel: Channel, seq: number): void {
     channel.seq = Math.max(channel.seq, seq);
     for (const waiter of [...channel.waiters]) if (waiter.after < channel.seq) waiter.settle(true);
   }
 
   /** After a possibly lost message: forget what was confirmed; re-confirm what is waited on. */
-  function resync(): void {
-    epoch++;
-    for (const [name, channel] of channels) {
+  #resync(): void {
+    this.#epoch++;
+    for (const [name, channel] of this.#channels) {
       channel.confirmed = false;
-      if (channel.waiters.size > 0) void confirm(name, channel);
+      if (channel.waiters.size > 0) void this.#confirm(name, channel);
     }
   }
 
-  function connect(): Cluster {
-    if (subscriber) return subscriber;
-    const sub = client.duplicate(undefined, { shardedSubscribers: true, keyPrefix: '' });
-    sub.on('error', onError);
-    sub.on('smessage', (name: string, message: string) => {
-      const channel = channels.get(name);
-      if (channel) wake(channel, Number(message));
+  #connect(): Cluster {
+    if (this.#subscriber) return this.#subscriber;
+    const subscriber = this.#client.duplicate(undefined, { shardedSubscribers: true, keyPrefix: '' });
+    subscriber.on('error', this.#onError);
+    subscriber.on('smessage', (name: string, message: string) => {
+      const channel = this.#channels.get(name);
+      if (channel) this.#wake(channel, Number(message));
     });
-    for (const event of ['-node', 'subscribersReady', '-subscriber', '+subscriber']) sub.on(event, resync);
-    sweeper = setInterval(sweep, lingerMs);
-    (sweeper as { unref?: () => void }).unref?.();
-    return (subscriber = sub);
+    for (const event of ['-node', 'subscribersReady', '-subscriber', '+subscriber']) subscriber.on(event, () => this.#resync());
+    this.#sweeper = setInterval(() => this.#sweep(), this.#lingerMs);
+    (this.#sweeper as { unref?: () => void }).unref?.();
+    return (this.#subscriber = subscriber);
   }
 
-  async function confirm(name: string, channel: Channel): Promise<void> {
+  async #confirm(name: string, channel: Channel): Promise<void> {
     if (channel.confirming) return;
     channel.confirming = true;
-    const started = epoch;
+    const started = this.#epoch;
     try {
-      await connect().ssubscribe(name);
-      const lastSeq = await client.hget(channel.turnKey, 'lastSeq');
-      channel.confirmed = started === epoch;
-      wake(channel, Number(lastSeq ?? 0));
+      await this.#connect().ssubscribe(name);
+      const lastSeq = await this.#client.hget(channel.turnKey, 'lastSeq');
+      channel.confirmed = started === this.#epoch;
+      this.#wake(channel, Number(lastSeq ?? 0));
       // A turn that is gone wakes its waiters too: they find out by reading it.
       if (lastSeq === null) for (const waiter of [...channel.waiters]) waiter.settle(true);
     } catch (error) {
-      if (closed) return;
-      onError(error);
+      if (this.#closed) return;
+      this.#onError(error);
       for (const waiter of [...channel.waiters]) waiter.settle(false);
     } finally {
       channel.confirming = false;
     }
-    if (!closed && !channel.confirmed && channel.waiters.size > 0 && channels.get(name) === channel) void confirm(name, channel);
+    const stillWanted = !this.#closed && channel.waiters.size > 0 && this.#channels.get(name) === channel;
+    if (!channel.confirmed && stillWanted) void this.#confirm(name, channel);
   }
 
-  function sweep(): void {
+  #sweep(): void {
     const idle: string[] = [];
-    for (const [name, channel] of channels) {
-      if (channel.waiters.size === 0 && !channel.confirming && Date.now() - channel.idleSince >= lingerMs) {
-        channels.delete(name);
+    for (const [name, channel] of this.#channels) {
+      if (channel.waiters.size === 0 && !channel.confirming && Date.now() - channel.idleSince >= this.#lingerMs) {
+        this.#channels.delete(name);
         idle.push(name);
       }
     }
-    for (const name of idle) subscriber?.sunsubscribe(name).catch(onError);
+    for (const name of idle) this.#subscriber?.sunsubscribe(name).catch(this.#onError);
   }
-
-  return {
-    wait(keys, after, signal, timeoutMs) {
-      if (closed || signal.aborted) return Promise.resolve(false);
-      const name = `${prefix}${keys.wake}`;
-      let channel = channels.get(name);
-      if (!channel) {
-        channel = { turnKey: keys.turn, seq: 0, confirmed: false, confirming: false, waiters: new Set(), idleSince: Date.now() };
-        channels.set(name, channel);
-      }
-      if (channel.confirmed && channel.seq > after) return Promise.resolve(true);
-      const target = channel;
-      return new Promise<boolean>((resolve) => {
-        const waiter: Waiter = {
-          after,
-          settle(woken) {
-            clearTimeout(timer);
-            signal.removeEventListener('abort', onAbort);
-            if (target.waiters.delete(waiter) && target.waiters.size === 0) target.idleSince = Date.now();
-            resolve(woken);
-          },
-        };
-        const onAbort = (): void => waiter.settle(false);
-        const timer = setTimeout(onAbort, timeoutMs);
-        signal.addEventListener('abort', onAbort, { once: true });
-        target.waiters.add(waiter);
-        if (!target.confirmed) void confirm(name, target);
-      });
-    },
-
-    async close() {
-      if (closed) return;
-      closed = true;
-      if (sweeper !== undefined) clearInterval(sweeper);
-      for (const channel of channels.values()) for (const waiter of [...channel.waiters]) waiter.settle(false);
-      channels.clear();
-      subscriber?.disconnect();
-    },
-  };
 }

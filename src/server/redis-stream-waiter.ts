@@ -57,160 +57,163 @@ const WAKE_TTL_MS = 60 * 60 * 1000;
 /** How long a key stays watched after its last follower left, ms: enough to read a page and come back. */
 const LINGER_MS = 2000;
 
-export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
-  const { client, wakeKey, blockMs, onError } = options;
-  const byKey = new Map<string, Set<Waiter>>();
-  /** Keys nobody waits on right now, still read from `seq` until `until` (ms). */
-  const lingering = new Map<string, { seq: number; until: number }>();
-  let connection: Redis | undefined;
-  let running = false;
-  let closed = false;
-  /** Last control entry seen; a wake is any entry after it. */
-  let wakeId = '0-0';
-  /** The seq each key was asked from in the `XREAD` now in flight, or undefined between reads. */
-  let inFlight: Map<string, number> | undefined;
-  let wakeSent = false;
-  /** ioredis prefixes key names with its own `keyPrefix` option, also in XREAD replies. */
-  const clientPrefix = (client.options as { keyPrefix?: string }).keyPrefix ?? '';
+type XReadReply = [string, [string, string[]][]][] | null;
 
-  function remove(key: string, waiter: Waiter, seenSeq: number): void {
-    const set = byKey.get(key);
+export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
+  return new BlockingReader(options);
+}
+
+function minAfter(set: Set<Waiter>): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (const waiter of set) min = Math.min(min, waiter.after);
+  return min;
+}
+
+class BlockingReader implements StreamWaiter {
+  readonly #client: Redis;
+  readonly #wakeKey: string;
+  readonly #blockMs: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #byKey = new Map<string, Set<Waiter>>();
+  /** Keys nobody waits on right now, still read from `seq` until `until` (ms). */
+  readonly #lingering = new Map<string, { seq: number; until: number }>();
+  /** ioredis prefixes key names with its own `keyPrefix` option, also in XREAD replies. */
+  readonly #clientPrefix: string;
+  #connection: Redis | undefined;
+  #running = false;
+  #closed = false;
+  /** Last control entry seen; a wake is any entry after it. */
+  #wakeId = '0-0';
+  /** The seq each key was asked from in the `XREAD` now in flight, or undefined between reads. */
+  #inFlight: Map<string, number> | undefined;
+  #wakeSent = false;
+
+  constructor(options: StreamWaiterOptions) {
+    this.#client = options.client;
+    this.#wakeKey = options.wakeKey;
+    this.#blockMs = options.blockMs;
+    this.#onError = options.onError;
+    this.#clientPrefix = (options.client.options as { keyPrefix?: string }).keyPrefix ?? '';
+  }
+
+  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+    if (this.#closed || signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        after,
+        settle: (woken, seq = 0) => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          this.#remove(key, waiter, seq);
+          resolve(woken);
+        },
+      };
+      const onAbort = (): void => waiter.settle(false);
+      const timer = setTimeout(onAbort, timeoutMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      let set = this.#byKey.get(key);
+      if (!set) this.#byKey.set(key, (set = new Set()));
+      set.add(waiter);
+      if (!this.#running) {
+        this.#loop().catch(this.#onError);
+        return;
+      }
+      const asked = this.#inFlight?.get(key);
+      // A read in flight that does not cover this key (or asks from a later seq) must be redone.
+      if (this.#inFlight !== undefined && (asked === undefined || asked > after)) this.#wake();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#settleAll(false);
+    // Dropping the socket ends the blocked XREAD; the loop sees `closed` and stops.
+    this.#connection?.disconnect();
+    await this.#client.del(this.#wakeKey).catch(this.#onError);
+  }
+
+  #remove(key: string, waiter: Waiter, seenSeq: number): void {
+    const set = this.#byKey.get(key);
     set?.delete(waiter);
     if (set?.size !== 0) return;
-    byKey.delete(key);
-    lingering.set(key, { seq: Math.max(seenSeq, waiter.after), until: Date.now() + LINGER_MS });
+    this.#byKey.delete(key);
+    this.#lingering.set(key, { seq: Math.max(seenSeq, waiter.after), until: Date.now() + LINGER_MS });
   }
 
-  function settleAll(woken: boolean): void {
-    for (const set of [...byKey.values()]) for (const waiter of [...set]) waiter.settle(woken);
+  #settleAll(woken: boolean): void {
+    for (const set of [...this.#byKey.values()]) for (const waiter of [...set]) waiter.settle(woken);
   }
 
-  function wake(): void {
-    if (wakeSent) return;
-    wakeSent = true;
-    client
+  #wake(): void {
+    if (this.#wakeSent) return;
+    this.#wakeSent = true;
+    this.#client
       .multi()
-      .xadd(wakeKey, 'MAXLEN', '~', '64', '*', 'w', '1')
-      .pexpire(wakeKey, WAKE_TTL_MS)
+      .xadd(this.#wakeKey, 'MAXLEN', '~', '64', '*', 'w', '1')
+      .pexpire(this.#wakeKey, WAKE_TTL_MS)
       .exec()
       .catch((error: unknown) => {
         // The blocked read still returns within blockMs; the follower is late, not lost.
-        wakeSent = false;
-        onError(error);
+        this.#wakeSent = false;
+        this.#onError(error);
       });
   }
 
-  function minAfter(set: Set<Waiter>): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const waiter of set) min = Math.min(min, waiter.after);
-    return min;
-  }
-
   /** The keys of the next XREAD and the seq each is read after: every waited key, and the lingering ones. */
-  function nextRead(): Map<string, number> {
+  #nextRead(): Map<string, number> {
     const read = new Map<string, number>();
     const now = Date.now();
-    for (const [key, { seq, until }] of lingering) {
-      if (until <= now || byKey.has(key)) lingering.delete(key);
+    for (const [key, { seq, until }] of this.#lingering) {
+      if (until <= now || this.#byKey.has(key)) this.#lingering.delete(key);
       else read.set(key, seq);
     }
-    for (const [key, set] of byKey) read.set(key, minAfter(set));
+    for (const [key, set] of this.#byKey) read.set(key, minAfter(set));
     return read;
   }
 
-  function deliver(reply: [string, [string, string[]][]][] | null): void {
+  #deliver(reply: XReadReply): void {
     for (const [rawKey, entries] of reply ?? []) {
-      const key = rawKey.startsWith(clientPrefix) ? rawKey.slice(clientPrefix.length) : rawKey;
+      const key = rawKey.startsWith(this.#clientPrefix) ? rawKey.slice(this.#clientPrefix.length) : rawKey;
       const first = entries[0];
       if (first === undefined) continue;
-      if (key === wakeKey) {
-        wakeId = (entries[entries.length - 1] as [string, string[]])[0];
+      if (key === this.#wakeKey) {
+        this.#wakeId = (entries[entries.length - 1] as [string, string[]])[0];
         continue;
       }
       const seq = seqOf(first[0]);
       // New entries nobody is back for yet: the key's follower will ask from an older seq.
-      lingering.delete(key);
-      for (const waiter of [...(byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true, seq);
+      this.#lingering.delete(key);
+      for (const waiter of [...(this.#byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true, seq);
     }
   }
 
-  async function loop(): Promise<void> {
-    running = true;
+  async #loop(): Promise<void> {
+    this.#running = true;
     try {
-      while (!closed && byKey.size > 0) {
-        if (connection === undefined) {
-          // No command timeout: a blocked XREAD is silent for up to blockMs by design.
-          connection = client.duplicate({ commandTimeout: undefined });
-          connection.on('error', onError);
-        }
-        inFlight = nextRead();
-        const keys = [...inFlight.keys()];
-        wakeSent = false;
-        let reply: [string, [string, string[]][]][] | null;
+      while (!this.#closed && this.#byKey.size > 0) {
+        // No command timeout: a blocked XREAD is silent for up to blockMs by design.
+        this.#connection ??= this.#client.duplicate({ commandTimeout: undefined }).on('error', this.#onError);
+        const read = (this.#inFlight = this.#nextRead());
+        const keys = [...read.keys()];
+        this.#wakeSent = false;
+        let reply: XReadReply;
         try {
-          reply = (await connection.xread(
-            'COUNT',
-            1,
-            'BLOCK',
-            blockMs,
-            'STREAMS',
-            wakeKey,
-            ...keys,
-            wakeId,
-            ...keys.map((key) => `${inFlight?.get(key) ?? 0}-0`),
-          )) as [string, [string, string[]][]][] | null;
+          const from = keys.map((key) => `${read.get(key) ?? 0}-0`);
+          reply = (await this.#connection.xread('COUNT', 1, 'BLOCK', this.#blockMs, 'STREAMS', this.#wakeKey, ...keys, this.#wakeId, ...from)) as XReadReply;
         } catch (error) {
-          inFlight = undefined;
-          if (closed) break;
-          onError(error);
+          this.#inFlight = undefined;
+          if (this.#closed) break;
+          this.#onError(error);
           // Each follower re-checks the turn itself and sees the failure there.
-          settleAll(false);
+          this.#settleAll(false);
           continue;
         }
-        inFlight = undefined;
-        deliver(reply);
+        this.#inFlight = undefined;
+        this.#deliver(reply);
       }
     } finally {
-      running = false;
+      this.#running = false;
     }
   }
-
-  return {
-    wait(key, after, signal, timeoutMs) {
-      if (closed || signal.aborted) return Promise.resolve(false);
-      return new Promise<boolean>((resolve) => {
-        const waiter: Waiter = {
-          after,
-          settle(woken, seq = 0) {
-            clearTimeout(timer);
-            signal.removeEventListener('abort', onAbort);
-            remove(key, waiter, seq);
-            resolve(woken);
-          },
-        };
-        const onAbort = (): void => waiter.settle(false);
-        const timer = setTimeout(onAbort, timeoutMs);
-        signal.addEventListener('abort', onAbort, { once: true });
-        let set = byKey.get(key);
-        if (!set) byKey.set(key, (set = new Set()));
-        set.add(waiter);
-        if (!running) {
-          loop().catch(onError);
-          return;
-        }
-        const asked = inFlight?.get(key);
-        // A read in flight that does not cover this key (or asks from a later seq) must be redone.
-        if (inFlight !== undefined && (asked === undefined || asked > after)) wake();
-      });
-    },
-
-    async close() {
-      if (closed) return;
-      closed = true;
-      settleAll(false);
-      // Dropping the socket ends the blocked XREAD; the loop sees `closed` and stops.
-      connection?.disconnect();
-      await client.del(wakeKey).catch(onError);
-    },
-  };
 }

@@ -17,7 +17,8 @@ import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-clust
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
 import { defineProtocolSuite } from './protocol-suite.js';
-import { createFollower, defineSharedStoreSuite, expectIntact, oneToN, seqs } from './redis-shared-store-suite.js';
+import { defineSharedStoreSuite } from './redis-shared-store-suite.js';
+import { createFollower, expectIntact, oneToN, seqs } from './seq-follower.js';
 
 let cluster: RedisCluster;
 let admin: Cluster;
