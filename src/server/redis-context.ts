@@ -27,7 +27,6 @@ export interface RedisContext {
 /**
  * An `in_flight` idempotency record only spans the few round trips between accepting a
  * submission and creating its turn; if the accepting instance dies there, the key
- * answers 409 for at most this long instead of for a whole retention period. Also how
- * long a conversation index entry may wait for its turn record before a listing drops it.
+ * answers 409 for at most this long instead of for a whole retention period.
  */
 export const IN_FLIGHT_TTL_MS = 60_000;
