@@ -2,9 +2,10 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,hydration,memory,size,scale`, `--runs N` (runs per
- * throughput contender, default 3), `--no-build` (use dist/ as it is), `--scale-instances N`
- * and `--scale-turns M` (the scale run's N server instances × M live turns, default 3 × 60).
+ * Options: `--only throughput,resume,stall,hydration,memory,readers,size,scale`, `--runs N`
+ * (runs per throughput contender, default 3), `--no-build` (use dist/ as it is),
+ * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
+ * turns, default 3 × 60).
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { startBenchServer, type BenchServer } from './lib/bench-server.js';
 import { chromiumVersion } from './lib/chromium.js';
 import { benchMemory, memoryReport } from './memory.js';
+import { benchPausedReaders, pausedReadersReport } from './paused-readers.js';
 import { benchResume, resumeReport } from './resume.js';
 import { benchScale, scaleReport } from './scale.js';
 import { benchStall, stallReport } from './stall.js';
@@ -91,6 +93,11 @@ const SECTIONS: Section[] = [
     id: 'memory',
     title: 'Memory held by a turn',
     run: async (server, log) => memoryReport(await benchMemory(server, { log })),
+  },
+  {
+    id: 'readers',
+    title: 'Server memory per paused reader (bench/paused-readers.ts)',
+    run: async (_server, log) => pausedReadersReport(await benchPausedReaders({ log })),
   },
 ];
 

@@ -180,4 +180,7 @@ export type ServerErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
+  | 'headers_too_large'
+  | 'request_timeout'
+  | 'bad_request'
   | 'internal_error';

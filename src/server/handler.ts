@@ -1,14 +1,14 @@
+import { MAX_SUBMIT_BYTES } from '../protocol/schemas.js';
+import type { Agent } from './agent.js';
 import type { HandlerContext } from './handler-context.js';
 import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from './memory-turn-log.js';
 import { TurnProducer, type ServerErrorReporter } from './producer.js';
-import { HttpError, errorResponse } from './responses.js';
 import { checkId } from './request-parsing.js';
+import { HttpError, errorResponse } from './responses.js';
 import { ALLOWED_METHOD, matchRoute, normalizeBasePath } from './routes.js';
 import { submitMessage } from './submit.js';
-import type { Agent } from './agent.js';
 import type { TurnLog } from './turn-log.js';
 import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
-import { MAX_SUBMIT_BYTES } from '../protocol/schemas.js';
 
 /** Options of {@link createLifelineHandler}. */
 export interface LifelineHandlerOptions {

@@ -1,6 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { toRequest } from './node-request.js';
+import { FETCH_METHODS, answerRefusedRequests, isForbiddenMethod } from './node-refusals.js';
 import { errorResponse } from './responses.js';
+
+export { answerRefusedRequests } from './node-refusals.js';
 
 /** A Fetch-style handler, e.g. from `createLifelineHandler`. */
 export type FetchHandler = (request: Request) => Promise<Response>;
@@ -12,79 +16,6 @@ export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 export interface NodeListenerOptions {
   /** Called when the handler throws or a response body fails mid-stream. Default `console.error`. */
   onError?: (error: unknown) => void;
-}
-
-/**
- * The request body as a web stream that pauses the socket when nobody reads it.
- * Cancelling discards the rest instead of destroying the socket, so an early answer
- * (e.g. `413`) still reaches the client.
- */
-function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let settled = false;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        req.on('data', (chunk: Buffer) => {
-          if (settled) return;
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((controller.desiredSize ?? 0) <= 0) req.pause();
-        });
-        req.on('end', () => {
-          if (settled) return;
-          settled = true;
-          controller.close();
-        });
-        req.on('error', (error) => {
-          if (settled) return;
-          settled = true;
-          controller.error(error);
-        });
-        req.on('close', () => {
-          if (settled) return;
-          settled = true;
-          controller.error(new Error('The request was aborted before its body ended.'));
-        });
-      },
-      pull() {
-        req.resume();
-      },
-      cancel() {
-        settled = true;
-        req.resume();
-      },
-    },
-    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
-  );
-}
-
-function requestUrl(req: IncomingMessage): string {
-  const scheme = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-  const target = req.url ?? '/';
-  try {
-    return new URL(target, `${scheme}://${req.headers.host ?? 'localhost'}`).href;
-  } catch {
-    // A Host header that is not a valid authority: the path is all the handler needs.
-    return new URL(target, `${scheme}://localhost`).href;
-  }
-}
-
-function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
-  const headers = new Headers();
-  const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    try {
-      headers.append(raw[i] as string, raw[i + 1] as string);
-    } catch {
-      // A header value Headers refuses (Node accepts a few more bytes) is dropped.
-    }
-  }
-  const method = req.method ?? 'GET';
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
-  if (method !== 'GET' && method !== 'HEAD') {
-    init.body = bodyStream(req);
-    init.duplex = 'half';
-  }
-  return new Request(requestUrl(req), init);
 }
 
 function waitForDrain(res: ServerResponse): Promise<void> {
@@ -99,13 +30,16 @@ function waitForDrain(res: ServerResponse): Promise<void> {
   });
 }
 
-async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name !== 'set-cookie') headers[name] = value;
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
+  // Answered before the request body ended (a 413, an early 400): close rather than
+  // read the rest, which a hostile client may never end.
+  if (!req.complete) headers['connection'] = 'close';
   res.writeHead(response.status, response.statusText || undefined, headers);
   if (response.body === null) {
     res.end();
@@ -134,8 +68,12 @@ async function writeResponse(response: Response, res: ServerResponse): Promise<v
 /**
  * Adapts a Fetch-style handler to Node's `http` module: the `Request` carries an
  * `AbortSignal` that aborts when the client disconnects, the `Response` body is
- * streamed with backpressure, and a handler that throws answers `500 internal_error`
- * instead of crashing the process.
+ * streamed at the client's pace (the next chunk is read only after `drain`), and a
+ * handler that throws answers `500 internal_error` instead of crashing the process.
+ * Methods a `Request` cannot carry (`TRACE`, `TRACK`) answer `405` with the typed body
+ * before anything is parsed; an answer given before the request body ended closes the
+ * connection. Use {@link answerRefusedRequests} on your server for typed answers to
+ * what Node's parser refuses (`serve` does).
  *
  * @example
  * http.createServer(toNodeListener(createLifelineHandler({ agent }))).listen(8787);
@@ -143,6 +81,11 @@ async function writeResponse(response: Response, res: ServerResponse): Promise<v
 export function toNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}): NodeListener {
   const onError = options.onError ?? ((error: unknown) => console.error('[lifeline] node adapter:', error));
   return (req, res) => {
+    if (isForbiddenMethod(req.method ?? '')) {
+      const refused = errorResponse(405, 'method_not_allowed', 'This method is not served here.', { allow: FETCH_METHODS });
+      writeResponse(refused, req, res).catch(() => res.destroy());
+      return;
+    }
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
@@ -156,11 +99,11 @@ export function toNodeListener(handler: FetchHandler, options: NodeListenerOptio
         response = errorResponse(500, 'internal_error', 'The server failed to handle this request.');
       }
       try {
-        await writeResponse(response, res);
+        await writeResponse(response, req, res);
       } catch (error) {
         onError(error);
         if (!res.headersSent) {
-          await writeResponse(errorResponse(500, 'internal_error', 'The server failed to handle this request.'), res).catch(() => undefined);
+          await writeResponse(errorResponse(500, 'internal_error', 'The server failed to handle this request.'), req, res).catch(() => undefined);
         } else {
           // Mid-body: cutting the connection is the only honest signal left.
           res.destroy();
@@ -189,7 +132,8 @@ export interface ServedHandler {
 }
 
 /**
- * Serves a Fetch-style handler with Node's `http` module.
+ * Serves a Fetch-style handler with Node's `http` module, answering what Node's parser
+ * refuses with typed bodies too ({@link answerRefusedRequests}).
  *
  * @example
  * const { url } = await serve(createLifelineHandler({ agent, basePath: '/api' }), { port: 8787 });
@@ -197,6 +141,7 @@ export interface ServedHandler {
 export async function serve(handler: FetchHandler, options: ServeOptions = {}): Promise<ServedHandler> {
   const host = options.host ?? '127.0.0.1';
   const server = createServer(toNodeListener(handler, options));
+  answerRefusedRequests(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

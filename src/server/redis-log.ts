@@ -25,8 +25,12 @@ import {
   type TurnLog,
 } from './turn-log.js';
 
-/** Stream entries fetched per XRANGE while reading a page. */
-const READ_BATCH = 64;
+/**
+ * Stream entries in a page read's first XRANGE: few enough that even events at the
+ * default size cap (256 Ki) stay within one page's bytes. Later batches are sized by
+ * the average entry seen so far.
+ */
+const FIRST_READ_BATCH = 16;
 /** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
 const BLOCK_MS = 10_000;
 
@@ -135,9 +139,9 @@ export class RedisTurnLog implements TurnLog {
     const events: TurnEvent[] = [];
     let bytes = 0;
     let next = Math.max(0, after) + 1;
-    // Small batches, so a page of huge events is never held whole before the byte cut.
+    let batch = FIRST_READ_BATCH;
     for (;;) {
-      const count = Math.min(limit - events.length + 1, READ_BATCH);
+      const count = Math.min(limit - events.length + 1, batch);
       // `${n}` as a range start means the id n-0, the entry of seq n.
       const entries = await client.xrange(eventsKey, `${next}`, '+', 'COUNT', count);
       for (const entry of entries) {
@@ -150,6 +154,8 @@ export class RedisTurnLog implements TurnLog {
         next = event.seq + 1;
       }
       if (entries.length < count) return { events, hasMore: false };
+      // Sized to the bytes still wanted, so a page of huge events is never fetched whole (+1: the one that says hasMore).
+      batch = Math.ceil(Math.max(0, maxBytes - bytes) / (bytes / events.length)) + 1;
     }
   }
 

@@ -55,6 +55,20 @@ describe('createLifelineHandler', () => {
     await handler.close();
   });
 
+  it('caps live turns at 1000 by default: the next submission answers 503 overloaded with Retry-After', async () => {
+    // An agent that produces nothing until its turn is stopped.
+    const stuck: Agent = async function* ({ signal }) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    };
+    const handler = createLifelineHandler({ agent: stuck, onError: () => undefined });
+    for (let i = 0; i < 1000; i++) await submit(handler);
+    const refused = await handler(submitRequest('/conversations/c1/messages'));
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(errorBodySchema.parse(await refused.json()).error.code).toBe('overloaded');
+    await handler.close();
+  });
+
   it('close() ends every live turn failed with server_shutdown', async () => {
     const agent = controlledAgent();
     const log = createMemoryTurnLog();

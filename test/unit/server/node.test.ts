@@ -1,7 +1,10 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorBodySchema } from '../../../src/protocol/schemas.js';
+import { createLifelineHandler } from '../../../src/server/handler.js';
 import { serve, type FetchHandler, type ServedHandler } from '../../../src/server/node.js';
+import { textAgent } from '../../fixtures/agents.js';
+import { getRequest, openRaw, parseResponse, type RawResponse } from './raw-http.js';
 
 const servers: ServedHandler[] = [];
 afterEach(async () => {
@@ -12,6 +15,21 @@ async function start(handler: FetchHandler, errors: unknown[] = []): Promise<Ser
   const served = await serve(handler, { onError: (error) => errors.push(error) });
   servers.push(served);
   return served;
+}
+
+/** Sends `request` raw and reads the one answer (the server closes after it). */
+async function rawAnswer(origin: string, request: string): Promise<RawResponse> {
+  const connection = await openRaw(origin, request);
+  // Every error body ends with '}}'; a server that answers without one closes the connection.
+  const received = await connection.readUntil((tail) => tail.endsWith('}}')).catch(() => connection.received());
+  const answer = parseResponse(received);
+  if (!answer) throw new Error(`no complete answer: ${received.toString('latin1').slice(0, 200)}`);
+  return answer;
+}
+
+function errorCode(answer: RawResponse): string {
+  expect(answer.headers.get('content-type')).toBe('application/json');
+  return errorBodySchema.parse(JSON.parse(answer.body.toString('utf8'))).error.code;
 }
 
 describe('node adapter', () => {
@@ -142,5 +160,58 @@ describe('node adapter', () => {
     const reading = response.text().catch(() => 'cut');
     await served.close();
     expect(await reading).toBe('cut');
+  });
+
+  it('answers methods a Request cannot carry, and what the parser refuses, with typed bodies; no error logged', async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const served = await start(async () => {
+      calls++;
+      return new Response('ok');
+    }, errors);
+    const cases: [request: string, status: number, code: string][] = [
+      [getRequest('/x').replace('GET', 'TRACE'), 405, 'method_not_allowed'],
+      [getRequest('/x').replace('GET', 'trace'), 405, 'method_not_allowed'],
+      [getRequest('/x').replace('GET', 'TRACK'), 405, 'method_not_allowed'],
+      [getRequest('/x').replace('GET', 'BREW'), 405, 'method_not_allowed'],
+      ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405, 'method_not_allowed'],
+      [getRequest('/x', { 'x-big': 'y'.repeat(20 * 1024) }), 431, 'headers_too_large'],
+      ['GET /x HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n', 400, 'bad_request'],
+    ];
+    for (const [request, status, code] of cases) {
+      const answer = await rawAnswer(served.url, request);
+      expect(answer.status, request.slice(0, 12)).toBe(status);
+      expect(errorCode(answer)).toBe(code);
+      if (status === 405) expect(answer.headers.get('allow')).toContain('GET');
+    }
+    expect(calls).toBe(0);
+    expect(errors).toEqual([]);
+    // The server still serves.
+    expect(await (await fetch(served.url)).text()).toBe('ok');
+  });
+
+  it('closes the connection after a 413 for a chunked body that goes on, instead of reading it all', async () => {
+    const handler = createLifelineHandler({ agent: textAgent('hi') });
+    const served = await start(handler);
+    const head = [
+      'POST /conversations/c1/messages HTTP/1.1',
+      'Host: 127.0.0.1',
+      'Content-Type: application/json',
+      'Idempotency-Key: chunked-oversize-0001',
+      'Transfer-Encoding: chunked',
+    ].join('\r\n');
+    const chunk = `4000\r\n${'x'.repeat(0x4000)}\r\n`;
+    const connection = await openRaw(served.url, `${head}\r\n\r\n${chunk.repeat(5)}`);
+    const received = await connection.readUntil((tail) => tail.includes('}}'));
+    const answer = parseResponse(received);
+    expect(answer?.status).toBe(413);
+    expect(answer && errorCode(answer)).toBe('payload_too_large');
+    expect(answer?.headers.get('connection')).toBe('close');
+    // The body ends and a second request follows on the same connection: a server that
+    // drained the body would answer it; this one has closed the connection.
+    connection.socket.write(`0\r\n\r\n${getRequest('/conversations/c1/turns')}`);
+    await connection.closed;
+    expect(connection.received().toString('latin1').match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    await handler.close();
   });
 });
