@@ -2,8 +2,10 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,hydration,memory,readers,size`, `--runs N` (runs per
- * throughput contender, default 3), `--no-build` (use dist/ as it is).
+ * Options: `--only throughput,resume,stall,hydration,memory,readers,size,scale`, `--runs N`
+ * (runs per throughput contender, default 3), `--no-build` (use dist/ as it is),
+ * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
+ * turns, default 3 × 60).
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { chromiumVersion } from './lib/chromium.js';
 import { benchMemory, memoryReport } from './memory.js';
 import { benchPausedReaders, pausedReadersReport } from './paused-readers.js';
 import { benchResume, resumeReport } from './resume.js';
+import { benchScale, scaleReport } from './scale.js';
 import { benchStall, stallReport } from './stall.js';
 import { benchStorage, storageReport } from './storage.bench.js';
 import { benchThroughput, throughputReport } from './throughput.js';
@@ -33,6 +36,8 @@ const { values } = parseArgs({
     only: { type: 'string' },
     runs: { type: 'string', default: '3' },
     'no-build': { type: 'boolean', default: false },
+    'scale-instances': { type: 'string', default: '3' },
+    'scale-turns': { type: 'string', default: '60' },
   },
 });
 const runs = Number(values.runs);
@@ -68,6 +73,21 @@ const SECTIONS: Section[] = [
     id: 'stall',
     title: 'Stall to recovered (replay path)',
     run: async (server, log) => stallReport(await benchStall(server, { log })),
+  },
+  {
+    id: 'scale',
+    title: 'Scale: server instances × live turns on one Redis and on Redis Cluster (bench/scale.ts)',
+    run: async (_server, log) => {
+      const options = {
+        instances: Number(values['scale-instances']),
+        turns: Number(values['scale-turns']),
+        eventsPerTurn: 100,
+        intervalMs: 25,
+        submits: 300,
+        submitConcurrency: 30,
+      };
+      return scaleReport(await benchScale({ ...options, log }), options);
+    },
   },
   {
     id: 'memory',

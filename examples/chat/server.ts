@@ -4,6 +4,7 @@
  *
  *   HOST (default 127.0.0.1)  PORT (default 5173)  AGENT_TOKENS_PER_SECOND (default 40)
  *   REDIS_URL (optional: log turns in Redis instead of memory)
+ *   REDIS_CLUSTER (optional, instead of REDIS_URL: a Redis Cluster's nodes, `host:port,host:port,…`)
  *
  * Run with `npm start` (which builds first), or `tsx examples/chat/server.ts` once built.
  */
@@ -27,8 +28,10 @@ export interface ExampleServerOptions {
   port?: number;
   /** Default `AGENT_TOKENS_PER_SECOND` or 40. */
   tokensPerSecond?: number;
-  /** Default `REDIS_URL`; without it turns are logged in memory. */
+  /** Default `REDIS_URL`; without it (or `redisCluster`) turns are logged in memory. */
   redisUrl?: string;
+  /** Default `REDIS_CLUSTER`: a Redis Cluster's nodes as `host:port,host:port,…`. */
+  redisCluster?: string;
   /** The built app. Default {@link DIST_DIR}. */
   distDir?: string;
   /** How long "restart the server" refuses connections, ms. Default 3000. */
@@ -45,7 +48,7 @@ export interface ExampleServer {
     /** Listens again on the same port. */
     up(): Promise<void>;
   };
-  /** Where turns are logged: `memory` or `redis`. */
+  /** Where turns are logged: `memory`, `redis` or `redis cluster`. */
   storeKind: string;
   close(): Promise<void>;
 }
@@ -54,9 +57,11 @@ export interface ExampleServer {
  * Opens the turn log. REDIS HOOK: with `REDIS_URL` set this is where the Redis Streams
  * turn log plugs in, so turns survive a real process restart and are shared by instances.
  */
-async function openTurnLog(redisUrl: string | undefined): Promise<{ log: TurnLog; kind: string }> {
-  if (!redisUrl) return { log: createMemoryTurnLog(), kind: 'memory' };
-  return { log: createRedisTurnLog({ url: redisUrl }), kind: 'redis' };
+async function openTurnLog(redisUrl: string | undefined, redisCluster: string | undefined): Promise<{ log: TurnLog; kind: string }> {
+  if (redisUrl && redisCluster) throw new Error('Set REDIS_URL or REDIS_CLUSTER, not both.');
+  if (redisCluster) return { log: createRedisTurnLog({ url: `redis-cluster://${redisCluster}` }), kind: 'redis cluster' };
+  if (redisUrl) return { log: createRedisTurnLog({ url: redisUrl }), kind: 'redis' };
+  return { log: createMemoryTurnLog(), kind: 'memory' };
 }
 
 const TYPES: Record<string, string> = {
@@ -98,7 +103,7 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
   const host = options.host ?? process.env['HOST'] ?? '127.0.0.1';
   const distDir = options.distDir ?? DIST_DIR;
   const restartDownMs = options.restartDownMs ?? 3000;
-  const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL']);
+  const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL'], options.redisCluster ?? process.env['REDIS_CLUSTER']);
   const agent = createFakeAgent({ tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv() });
   const handler = createLifelineHandler({
     agent,

@@ -13,6 +13,11 @@ import type { Redis } from 'ioredis';
  * `XREAD` reaches the server, the `XREAD` returns at once because it asks for entries
  * after the last control id it saw. A follower that stops watching (abort, timeout)
  * costs no Redis command at all; its key simply drops out of the next `XREAD`.
+ *
+ * A key whose last follower was just woken stays in the next reads for a moment (from
+ * the seq that woke it): the follower reads the new events and waits again from there,
+ * which the read in flight already covers, so following a live turn costs no control
+ * write per event.
  */
 export interface StreamWaiter {
   /**
@@ -38,7 +43,8 @@ export interface StreamWaiterOptions {
 
 interface Waiter {
   after: number;
-  settle(woken: boolean): void;
+  /** `seq`: the entry that woke it, if one did. */
+  settle(woken: boolean, seq?: number): void;
 }
 
 /** Seq of a stream entry id `<seq>-0`. */
@@ -48,140 +54,166 @@ function seqOf(id: string): number {
 
 /** The control stream only needs to outlive a crashed process briefly. */
 const WAKE_TTL_MS = 60 * 60 * 1000;
+/** How long a key stays watched after its last follower left, ms: enough to read a page and come back. */
+const LINGER_MS = 2000;
+
+type XReadReply = [string, [string, string[]][]][] | null;
 
 export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
-  const { client, wakeKey, blockMs, onError } = options;
-  const byKey = new Map<string, Set<Waiter>>();
-  let connection: Redis | undefined;
-  let running = false;
-  let closed = false;
-  /** Last control entry seen; a wake is any entry after it. */
-  let wakeId = '0-0';
-  /** The seq each key was asked from in the `XREAD` now in flight, or undefined between reads. */
-  let inFlight: Map<string, number> | undefined;
-  let wakeSent = false;
+  return new BlockingReader(options);
+}
+
+function minAfter(set: Set<Waiter>): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (const waiter of set) min = Math.min(min, waiter.after);
+  return min;
+}
+
+class BlockingReader implements StreamWaiter {
+  readonly #client: Redis;
+  readonly #wakeKey: string;
+  readonly #blockMs: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #byKey = new Map<string, Set<Waiter>>();
+  /** Keys nobody waits on right now, still read from `seq` until `until` (ms). */
+  readonly #lingering = new Map<string, { seq: number; until: number }>();
   /** ioredis prefixes key names with its own `keyPrefix` option, also in XREAD replies. */
-  const clientPrefix = (client.options as { keyPrefix?: string }).keyPrefix ?? '';
+  readonly #clientPrefix: string;
+  #connection: Redis | undefined;
+  #running = false;
+  #closed = false;
+  /** Last control entry seen; a wake is any entry after it. */
+  #wakeId = '0-0';
+  /** The seq each key was asked from in the `XREAD` now in flight, or undefined between reads. */
+  #inFlight: Map<string, number> | undefined;
+  #wakeSent = false;
 
-  function remove(key: string, waiter: Waiter): void {
-    const set = byKey.get(key);
+  constructor(options: StreamWaiterOptions) {
+    this.#client = options.client;
+    this.#wakeKey = options.wakeKey;
+    this.#blockMs = options.blockMs;
+    this.#onError = options.onError;
+    this.#clientPrefix = (options.client.options as { keyPrefix?: string }).keyPrefix ?? '';
+  }
+
+  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+    if (this.#closed || signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        after,
+        settle: (woken, seq = 0) => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          this.#remove(key, waiter, seq);
+          resolve(woken);
+        },
+      };
+      const onAbort = (): void => waiter.settle(false);
+      const timer = setTimeout(onAbort, timeoutMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      let set = this.#byKey.get(key);
+      if (!set) this.#byKey.set(key, (set = new Set()));
+      set.add(waiter);
+      if (!this.#running) {
+        this.#loop().catch(this.#onError);
+        return;
+      }
+      const asked = this.#inFlight?.get(key);
+      // A read in flight that does not cover this key (or asks from a later seq) must be redone.
+      if (this.#inFlight !== undefined && (asked === undefined || asked > after)) this.#wake();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#settleAll(false);
+    // Dropping the socket ends the blocked XREAD; the loop sees `closed` and stops.
+    this.#connection?.disconnect();
+    await this.#client.del(this.#wakeKey).catch(this.#onError);
+  }
+
+  #remove(key: string, waiter: Waiter, seenSeq: number): void {
+    const set = this.#byKey.get(key);
     set?.delete(waiter);
-    if (set?.size === 0) byKey.delete(key);
+    if (set?.size !== 0) return;
+    this.#byKey.delete(key);
+    this.#lingering.set(key, { seq: Math.max(seenSeq, waiter.after), until: Date.now() + LINGER_MS });
   }
 
-  function settleAll(woken: boolean): void {
-    for (const set of [...byKey.values()]) for (const waiter of [...set]) waiter.settle(woken);
+  #settleAll(woken: boolean): void {
+    for (const set of [...this.#byKey.values()]) for (const waiter of [...set]) waiter.settle(woken);
   }
 
-  function wake(): void {
-    if (wakeSent) return;
-    wakeSent = true;
-    client
+  #wake(): void {
+    if (this.#wakeSent) return;
+    this.#wakeSent = true;
+    this.#client
       .multi()
-      .xadd(wakeKey, 'MAXLEN', '~', '64', '*', 'w', '1')
-      .pexpire(wakeKey, WAKE_TTL_MS)
+      .xadd(this.#wakeKey, 'MAXLEN', '~', '64', '*', 'w', '1')
+      .pexpire(this.#wakeKey, WAKE_TTL_MS)
       .exec()
       .catch((error: unknown) => {
         // The blocked read still returns within blockMs; the follower is late, not lost.
-        wakeSent = false;
-        onError(error);
+        this.#wakeSent = false;
+        this.#onError(error);
       });
   }
 
-  function minAfter(set: Set<Waiter>): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const waiter of set) min = Math.min(min, waiter.after);
-    return min;
+  /** The keys of the next XREAD and the seq each is read after: every waited key, and the lingering ones. */
+  #nextRead(): Map<string, number> {
+    const read = new Map<string, number>();
+    const now = Date.now();
+    for (const [key, { seq, until }] of this.#lingering) {
+      if (until <= now || this.#byKey.has(key)) this.#lingering.delete(key);
+      else read.set(key, seq);
+    }
+    for (const [key, set] of this.#byKey) read.set(key, minAfter(set));
+    return read;
   }
 
-  async function loop(): Promise<void> {
-    running = true;
-    try {
-      while (!closed && byKey.size > 0) {
-        if (connection === undefined) {
-          // No command timeout: a blocked XREAD is silent for up to blockMs by design.
-          connection = client.duplicate({ commandTimeout: undefined });
-          connection.on('error', onError);
-        }
-        const keys = [...byKey.keys()];
-        const from = keys.map((key) => minAfter(byKey.get(key) as Set<Waiter>));
-        inFlight = new Map(keys.map((key, i) => [key, from[i] as number]));
-        wakeSent = false;
-        let reply: [string, [string, string[]][]][] | null;
-        try {
-          reply = (await connection.xread(
-            'COUNT',
-            1,
-            'BLOCK',
-            blockMs,
-            'STREAMS',
-            wakeKey,
-            ...keys,
-            wakeId,
-            ...from.map((seq) => `${seq}-0`),
-          )) as [string, [string, string[]][]][] | null;
-        } catch (error) {
-          inFlight = undefined;
-          if (closed) break;
-          onError(error);
-          // Each follower re-checks the turn itself and sees the failure there.
-          settleAll(false);
-          continue;
-        }
-        inFlight = undefined;
-        for (const [rawKey, entries] of reply ?? []) {
-          const key = rawKey.startsWith(clientPrefix) ? rawKey.slice(clientPrefix.length) : rawKey;
-          const first = entries[0];
-          if (first === undefined) continue;
-          if (key === wakeKey) {
-            wakeId = (entries[entries.length - 1] as [string, string[]])[0];
-            continue;
-          }
-          const seq = seqOf(first[0]);
-          for (const waiter of [...(byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true);
-        }
+  #deliver(reply: XReadReply): void {
+    for (const [rawKey, entries] of reply ?? []) {
+      const key = rawKey.startsWith(this.#clientPrefix) ? rawKey.slice(this.#clientPrefix.length) : rawKey;
+      const first = entries[0];
+      if (first === undefined) continue;
+      if (key === this.#wakeKey) {
+        this.#wakeId = (entries[entries.length - 1] as [string, string[]])[0];
+        continue;
       }
-    } finally {
-      running = false;
+      const seq = seqOf(first[0]);
+      // New entries nobody is back for yet: the key's follower will ask from an older seq.
+      this.#lingering.delete(key);
+      for (const waiter of [...(this.#byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true, seq);
     }
   }
 
-  return {
-    wait(key, after, signal, timeoutMs) {
-      if (closed || signal.aborted) return Promise.resolve(false);
-      return new Promise<boolean>((resolve) => {
-        const waiter: Waiter = {
-          after,
-          settle(woken) {
-            clearTimeout(timer);
-            signal.removeEventListener('abort', onAbort);
-            remove(key, waiter);
-            resolve(woken);
-          },
-        };
-        const onAbort = (): void => waiter.settle(false);
-        const timer = setTimeout(onAbort, timeoutMs);
-        signal.addEventListener('abort', onAbort, { once: true });
-        let set = byKey.get(key);
-        if (!set) byKey.set(key, (set = new Set()));
-        set.add(waiter);
-        if (!running) {
-          loop().catch(onError);
-          return;
+  async #loop(): Promise<void> {
+    this.#running = true;
+    try {
+      while (!this.#closed && this.#byKey.size > 0) {
+        // No command timeout: a blocked XREAD is silent for up to blockMs by design.
+        this.#connection ??= this.#client.duplicate({ commandTimeout: undefined }).on('error', this.#onError);
+        const read = (this.#inFlight = this.#nextRead());
+        const keys = [...read.keys()];
+        this.#wakeSent = false;
+        let reply: XReadReply;
+        try {
+          const from = keys.map((key) => `${read.get(key) ?? 0}-0`);
+          reply = (await this.#connection.xread('COUNT', 1, 'BLOCK', this.#blockMs, 'STREAMS', this.#wakeKey, ...keys, this.#wakeId, ...from)) as XReadReply;
+        } catch (error) {
+          this.#inFlight = undefined;
+          if (this.#closed) break;
+          this.#onError(error);
+          // Each follower re-checks the turn itself and sees the failure there.
+          this.#settleAll(false);
+          continue;
         }
-        const asked = inFlight?.get(key);
-        // A read in flight that does not cover this key (or asks from a later seq) must be redone.
-        if (inFlight !== undefined && (asked === undefined || asked > after)) wake();
-      });
-    },
-
-    async close() {
-      if (closed) return;
-      closed = true;
-      settleAll(false);
-      // Dropping the socket ends the blocked XREAD; the loop sees `closed` and stops.
-      connection?.disconnect();
-      await client.del(wakeKey).catch(onError);
-    },
-  };
+        this.#inFlight = undefined;
+        this.#deliver(reply);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
 }
