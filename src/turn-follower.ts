@@ -20,7 +20,7 @@ import { isEndedStatus } from './storage/records.js';
 import { endpoint, failureFromResponse, networkFailure, requestJson, type Failure, type FailureDisposition } from './transport/http.js';
 import type { NetworkMonitor } from './transport/network.js';
 import { limitBody, streamLimitsFor } from './transport/sse-connection.js';
-import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, LimitOptions, RecoveryInfo, RecoveryPath, StallInfo, StallOptions, Turn, TurnSnapshot } from './types.js';
+import type { ConnectionInfo, ConnectionState, Diagnostic, DiagnosticType, EndedTurnSnapshot, LimitOptions, RecoveryInfo, RecoveryPath, StallInfo, StallOptions, Turn, TurnSnapshot } from './types.js';
 
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
@@ -126,8 +126,8 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
   const queues = new Set<(event?: TurnEvent) => void>();
   /** One backoff for stream and replay retries, reset by every applied event (progress). */
   const backoff = createBackoff(deps.retry, deps);
-  let resolveCompleted!: (snapshot: TurnSnapshot) => void;
-  const completed = new Promise<TurnSnapshot>((resolve) => (resolveCompleted = resolve));
+  let resolveCompleted!: (snapshot: EndedTurnSnapshot) => void;
+  const completed = new Promise<EndedTurnSnapshot>((resolve) => (resolveCompleted = resolve));
 
   let state = initialTurnState(id);
   let status: TurnStatus = 'pending';
@@ -614,7 +614,8 @@ export function follow(id: string, deps: FollowerDeps): TurnFollower {
     stop();
     setConnection('closed');
     release();
-    resolveCompleted(getSnapshot());
+    // Every caller passes an ended status (turn.end's, 'failed', a folded record's).
+    resolveCompleted(getSnapshot() as EndedTurnSnapshot);
   }
 
   function markRecovered(how: RecoveryPath, events: number): void {

@@ -16,7 +16,7 @@ export interface RedisTurnLogOptions {
    * (`'legacy'`) is required.
    */
   client?: Redis;
-  /** A Redis URL (`redis://…`, `rediss://…`); the log connects and `close()` disconnects. */
+  /** A Redis URL (`redis://…`, `rediss://…`); the log connects and `close()` disconnects. No default: give this or `client`. */
   url?: string;
   /** Prepended to every key the log writes, so several apps can share one Redis. Default `'lifeline:'`. */
   keyPrefix?: string;
@@ -670,7 +670,7 @@ class RedisTurnLog implements TurnLog {
  * import { createLifelineHandler } from 'lifeline/server';
  * import { createRedisTurnLog } from 'lifeline/server/redis';
  *
- * const store = createRedisTurnLog({ url: process.env.REDIS_URL });
+ * const store = createRedisTurnLog({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
  * const handler = createLifelineHandler({ store, agent });
  */
 export function createRedisTurnLog(options: RedisTurnLogOptions): TurnLog {
