@@ -1,5 +1,5 @@
 /**
- * The package as an app gets it: packed from a fresh clone (the prepack build), installed
+ * The package as an app gets it: packed from a fresh clone (the prepare build), installed
  * from the tarball with npm into scratch apps, imported from Node, type-checked under a
  * strict consumer's settings (with and without Node types), linted by publint and attw,
  * and the documentation's code blocks type-checked against it.
@@ -39,9 +39,9 @@ const report = (result: CommandResult): string => `exit ${result.code}\n${result
 let packed: PackedPackage | undefined;
 let apps: ScratchApps;
 let snippets: Snippet[] = [];
-let snippetFiles: string[] = [];
+const snippetFiles: string[] = [];
 /** The linters run in their own processes while the type checks run here. */
-let linters: { publint: Promise<CommandResult>; attw: Promise<CommandResult> };
+let linters: { publint: Promise<CommandResult>; attw: Promise<CommandResult> } | undefined;
 
 beforeAll(async () => {
   packed = await packFreshClone();
@@ -66,7 +66,10 @@ beforeAll(async () => {
 
 const lines = (diagnostics: string[]) => diagnostics.join('\n');
 
-afterAll(() => disposeScratch(packed));
+afterAll(async () => {
+  await Promise.allSettled(Object.values(linters ?? {}));
+  disposeScratch(packed);
+});
 
 const installed = (...path: string[]) => join(apps.app, 'node_modules', 'lifeline', ...path);
 
@@ -208,13 +211,13 @@ describe('the documentation', () => {
 
 describe('package linters', () => {
   it('publint finds nothing', async () => {
-    const result = await linters.publint;
+    const result = await linters!.publint;
     expect(result.code, report(result)).toBe(0);
     expect(result.stdout).toContain('All good');
   });
 
   it('attw finds no problem for an ESM-only package', async () => {
-    const result = await linters.attw;
+    const result = await linters!.attw;
     expect(result.code, report(result)).toBe(0);
   });
 });

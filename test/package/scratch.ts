@@ -1,7 +1,7 @@
 /**
  * The package as a stranger gets it: a copy of the repository's files as a fresh clone
  * would have them (tracked and not ignored; no dist/), packed with `npm pack` (so the
- * `prepack` build runs), and the tarball installed with npm into scratch apps in a temp
+ * `prepare` build runs), and the tarball installed with npm into scratch apps in a temp
  * directory. Everything here runs once per test file; the tests read the results.
  */
 import { execFile } from 'node:child_process';
@@ -54,7 +54,7 @@ export interface PackedPackage {
   files: string[];
 }
 
-/** Copies a fresh-clone view of the repository and packs it (the prepack build runs there). */
+/** Copies a fresh-clone view of the repository and packs it (the prepare build runs there). */
 export async function packFreshClone(): Promise<PackedPackage> {
   const work = mkdtempSync(join(tmpdir(), 'lifeline-package-'));
   const clone = join(work, 'clone');
