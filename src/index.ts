@@ -22,6 +22,7 @@ export type {
   LifelineOptions,
   Turn,
   TurnSnapshot,
+  EndedTurnSnapshot,
   TurnStatus,
   EndedTurnStatus,
   ActionState,

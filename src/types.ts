@@ -5,7 +5,7 @@
 import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
-import type { ActionState, OutboxRecord, TurnStatus } from './core/domain.js';
+import type { ActionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
 import type { Store } from './storage/store.js';
 
@@ -75,6 +75,9 @@ export interface TurnSnapshot {
   stall?: StallInfo;
 }
 
+/** The snapshot of a turn that has ended: what {@link Turn.completed} resolves with. */
+export type EndedTurnSnapshot = TurnSnapshot & { readonly status: EndedTurnStatus };
+
 /** A stall the watchdogs detected. */
 export interface StallInfo {
   /** Epoch ms. */
@@ -94,7 +97,7 @@ export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEve
    * Resolves with the final snapshot when the turn ends: `complete`, `cancelled`, or
    * `failed` (the server said so, or the client gave up; see `error`). Never rejects.
    */
-  readonly completed: Promise<TurnSnapshot>;
+  readonly completed: Promise<EndedTurnSnapshot>;
   /** Asks the server to cancel the turn (section 5); the end then arrives as `turn.end` `cancelled`. Rejects with a typed error. */
   cancel(): Promise<void>;
   /** Stops following this turn (storage keeps what arrived); `client.turn(id)` follows it again. */
@@ -122,18 +125,21 @@ export type HeadersInput = Record<string, string> | (() => Record<string, string
 export interface LifelineOptions {
   /** Base URL of the protocol endpoints, e.g. `/api` or `https://host/api`. */
   baseUrl: string;
-  /** Request headers (e.g. Authorization); a function is called again before every attempt. Never stored. */
+  /** Request headers (e.g. Authorization); a function is called again before every attempt. Never stored. Default: none. */
   headers?: HeadersInput;
   /** Injectable fetch. Default `globalThis.fetch`. */
   fetch?: typeof fetch;
+  /** Reconnect, replay and submit retry timing; each field's default is on {@link RetryOptions}. */
   retry?: RetryOptions;
+  /** Stall watchdogs; each field's default is on {@link StallOptions}. */
   stall?: StallOptions;
+  /** Size caps on what the network sends; each field's default is on {@link LimitOptions}. */
   limits?: LimitOptions;
   /** `'indexeddb'` (default when available), `'memory'`, or a custom {@link Store}. */
   storage?: 'indexeddb' | 'memory' | Store;
   /** Partition of local data, e.g. the user id: one database per namespace. Default `'default'`. */
   namespace?: string;
-  /** Ask the browser for persistent storage (`navigator.storage.persist()`); the answer is a diagnostic. */
+  /** Ask the browser for persistent storage (`navigator.storage.persist()`); the answer is a diagnostic. Default `false`. */
   persist?: boolean;
   /** Ended turns are deleted from local storage after this long, ms. Default 7 days. */
   retentionMs?: number;
@@ -141,8 +147,9 @@ export interface LifelineOptions {
   flushMs?: number;
   /** Default 256. */
   flushEvents?: number;
+  /** Submission timeouts; each field's default is on {@link OutboxOptions}. */
   outbox?: OutboxOptions;
-  /** Receives every diagnostic (also available as `client.diagnostics`). */
+  /** Receives every diagnostic (also available as `client.diagnostics`). Default: none. */
   onDiagnostic?: (diagnostic: Diagnostic) => void;
 }
 

@@ -13,7 +13,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createLifelineHandler, createMemoryTurnLog, toNodeListener, type TurnLog } from 'lifeline/server';
+import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline/server';
+import { toNodeListener } from 'lifeline/server/node';
 import { createRedisTurnLog } from 'lifeline/server/redis';
 import { createFakeAgent, tokensPerSecondFromEnv } from './agent.js';
 import { createFaultLab, type FaultLab } from './fault-lab.js';

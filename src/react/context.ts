@@ -1,3 +1,4 @@
+'use client';
 import { createContext, createElement, useContext, type ReactNode } from 'react';
 import { LifelineError } from '../errors.js';
 import type { LifelineClient } from '../types.js';

@@ -1,3 +1,4 @@
+'use client';
 import { useMemo, useSyncExternalStore } from 'react';
 import type { ExternalStore } from '../types.js';
 

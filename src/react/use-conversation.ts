@@ -1,3 +1,4 @@
+'use client';
 import { useCallback, useMemo, useSyncExternalStore } from 'react';
 import type { MessageContent } from '../protocol/schemas.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, LifelineClient, Outbox, OutboxEntry, Submission } from '../types.js';

@@ -1,3 +1,4 @@
+'use client';
 import { useMemo, useSyncExternalStore } from 'react';
 import type { Diagnostic, ExternalStore, LifelineClient } from '../types.js';
 import { useLifeline } from './context.js';

@@ -1,3 +1,4 @@
+'use client';
 import type { StorageStatus } from '../types.js';
 import { useLifeline } from './context.js';
 import { useStore } from './store.js';

@@ -1,3 +1,4 @@
+'use client';
 import { useMemo } from 'react';
 import type { Turn, TurnSnapshot } from '../types.js';
 import { useLifeline } from './context.js';

@@ -1,4 +1,6 @@
-// The reference server's public face.
+// The reference server's public face: Web-standard Request/Response only, so it type-checks
+// and runs without Node (edge functions, Next.js routes, Deno, Bun). The Node `http` adapter
+// is its own entry, `lifeline/server/node` (./node.ts).
 export type { TurnLog, StoredTurn, ExpiredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, EventPage } from './turn-log.js';
 export { DEFAULT_PAGE_BYTES, eventSize, isExpiredTurn } from './turn-log.js';
 export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent, AgentPartEvent } from './agent.js';
@@ -9,6 +11,4 @@ export type { ConformanceAgentOptions } from './conformance-agent.js';
 export { createMemoryTurnLog, DEFAULT_RETENTION_MS } from './memory-turn-log.js';
 export type { MemoryTurnLog, MemoryTurnLogOptions } from './memory-turn-log.js';
 export type { ServerErrorReporter, ServerErrorPhase } from './producer.js';
-export { toNodeListener, serve, answerRefusedRequests } from './node.js';
-export type { FetchHandler, NodeListener, NodeListenerOptions, ServeOptions, ServedHandler } from './node.js';
 export type { JsonValue, MessageContent, PartObject, TurnEvent, TurnObject, ServerErrorCode, ServerTurnStatus } from '../protocol/schemas.js';

@@ -16,10 +16,10 @@ export interface RedisTurnLogOptions {
   /**
    * A Redis URL (`redis://…`, `rediss://…`), or a cluster's nodes as
    * `redis-cluster://[user:password@]host:port,host:port,…` (`rediss-cluster://` for
-   * TLS); the log connects and `close()` disconnects.
+   * TLS); the log connects and `close()` disconnects. No default: give this, `client` or `cluster`.
    */
   url?: string;
-  /** A Redis Cluster to connect to: its seed nodes and any ioredis Cluster options. */
+  /** A Redis Cluster to connect to: its seed nodes and any ioredis Cluster options. No default. */
   cluster?: { nodes: ClusterNode[]; options?: ClusterOptions };
   /**
    * Prepended to every key the log writes, so several apps can share one Redis. Default

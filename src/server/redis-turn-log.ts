@@ -30,7 +30,7 @@ export type { RedisClient } from './redis-connection.js';
  * import { createLifelineHandler } from 'lifeline/server';
  * import { createRedisTurnLog } from 'lifeline/server/redis';
  *
- * const store = createRedisTurnLog({ url: process.env.REDIS_URL });
+ * const store = createRedisTurnLog({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
  * // or, on a cluster: createRedisTurnLog({ url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379' })
  * const handler = createLifelineHandler({ store, agent });
  */

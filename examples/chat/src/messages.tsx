@@ -1,6 +1,6 @@
 import type { ActionState, ConversationItem, MessageContent, OutboxEntry, TurnSnapshot } from 'lifeline';
 import { useLifeline, type UseConversationResult } from 'lifeline/react';
-import { useEffect, useRef } from 'react';
+import { useLayoutEffect, useRef, useState } from 'react';
 import { ActionCard } from './action-card.js';
 import { PartView } from './part-view.js';
 
@@ -147,6 +147,45 @@ function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: ((
   );
 }
 
+/** Within this many pixels of the bottom, the reader is following the conversation. */
+const FOLLOW_SLACK_PX = 40;
+
+/**
+ * Keeps the list at its bottom while the reader is there: after every render, new rows
+ * and growing text included. Whether the reader is there is decided when they scroll,
+ * before new rows arrive (measured after, a tall new answer would look like the reader
+ * had scrolled away). Sending a message follows again.
+ */
+function useFollowBottom(scroller: React.RefObject<HTMLElement | null>, messages: UseConversationResult['messages']) {
+  const following = useRef(true);
+  const [reading, setReading] = useState(false);
+  const userMessages = messages.filter((item) => item.role === 'user').length;
+  const seenUserMessages = useRef(userMessages);
+
+  const follow = () => {
+    following.current = true;
+    setReading(false);
+    const box = scroller.current;
+    if (box) box.scrollTop = box.scrollHeight;
+  };
+
+  useLayoutEffect(() => {
+    if (userMessages > seenUserMessages.current) following.current = true;
+    seenUserMessages.current = userMessages;
+    const box = scroller.current;
+    if (box && following.current) box.scrollTop = box.scrollHeight;
+  });
+
+  const onScroll = () => {
+    const box = scroller.current;
+    if (!box) return;
+    following.current = box.scrollHeight - box.scrollTop - box.clientHeight <= FOLLOW_SLACK_PX;
+    setReading(!following.current);
+  };
+
+  return { reading, follow, onScroll };
+}
+
 export function MessageList({
   conversationId,
   conversation,
@@ -157,15 +196,8 @@ export function MessageList({
   onSend: (text: string) => void;
 }) {
   const { messages, retry, discard, resend } = conversation;
-  const end = useRef<HTMLDivElement>(null);
   const scroller = useRef<HTMLElement>(null);
-  const last = messages.at(-1);
-
-  // Follow the answer as it grows, unless the reader scrolled up to read something.
-  useEffect(() => {
-    const box = scroller.current;
-    if (box && box.scrollHeight - box.scrollTop - box.clientHeight < 160) end.current?.scrollIntoView({ block: 'end' });
-  }, [messages.length, last?.turn?.text.length]);
+  const { reading, follow, onScroll } = useFollowBottom(scroller, messages);
 
   const rows: React.ReactNode[] = [];
   let previousUser: ConversationItem | undefined;
@@ -197,7 +229,7 @@ export function MessageList({
   }
 
   return (
-    <section className="messages" ref={scroller} data-conversation-id={conversationId} aria-label="Messages">
+    <section className="messages" ref={scroller} onScroll={onScroll} data-conversation-id={conversationId} aria-label="Messages">
       {rows.length === 0 ? (
         <div className="empty">
           <h1>Messages that survive the network</h1>
@@ -216,7 +248,11 @@ export function MessageList({
       ) : (
         rows
       )}
-      <div ref={end} />
+      {reading && (
+        <button type="button" className="button small jump-latest" onClick={follow}>
+          Jump to latest <span aria-hidden="true">↓</span>
+        </button>
+      )}
     </section>
   );
 }
