@@ -4,12 +4,12 @@
  * the last open handle closes, so one view closing never stops another's turn.
  */
 import type { TurnEvent } from '../protocol/schemas.js';
-import type { Turn, TurnSnapshot } from '../types.js';
+import type { EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
 
 /** The follower as its handles see it. */
 interface Shared {
   readonly id: string;
-  readonly completed: Promise<TurnSnapshot>;
+  readonly completed: Promise<EndedTurnSnapshot>;
   readonly done: boolean;
   getSnapshot(): TurnSnapshot;
   subscribe(listener: () => void): () => void;

@@ -20,7 +20,8 @@ import type { Failure } from '../core/failure-policy.js';
 import { requestJson } from '../transport/http.js';
 import { streamLimitsFor } from '../transport/sse-connection.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
-import type { Diagnostic, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from '../types.js';
+import type { Diagnostic, EndedTurnSnapshot, RecoveryInfo, RecoveryPath, StallInfo, Turn, TurnSnapshot } from '../types.js';
+import { isEndedStatus } from '../core/domain.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
 import { verifyText } from './integrity.js';
 import { fetchReplayPage } from './replay-page.js';
@@ -55,8 +56,8 @@ class Follower implements TurnFollower {
   #createdAt: number;
   #recovered: RecoveryInfo | undefined;
   #stall: StallInfo | undefined;
-  #completed!: Promise<TurnSnapshot>;
-  #resolveCompleted!: (snapshot: TurnSnapshot) => void;
+  #completed!: Promise<EndedTurnSnapshot>;
+  #resolveCompleted!: (snapshot: EndedTurnSnapshot) => void;
   /** Resolved when the running replay is over or the turn settled. */
   #waiters: (() => void)[] = [];
   /** The current attempt applied an event (reported to the machine once). */
@@ -89,7 +90,7 @@ class Follower implements TurnFollower {
   // ------------------------------------------------------------------ the public handle
 
   readonly subscribe: (listener: () => void) => () => void;
-  get completed(): Promise<TurnSnapshot> {
+  get completed(): Promise<EndedTurnSnapshot> {
     return this.#completed;
   }
   get done(): boolean {
@@ -243,9 +244,12 @@ class Follower implements TurnFollower {
         return this.#fold(effect.error);
       case 'release':
         return this.#release();
-      case 'settle':
+      case 'settle': {
         this.#consumers.endIterators();
-        return this.#resolveCompleted(this.getSnapshot());
+        const final = this.getSnapshot();
+        if (isEndedSnapshot(final)) this.#resolveCompleted(final);
+        return;
+      }
       case 'unsettle':
         return this.#unsettle();
     }
@@ -450,6 +454,11 @@ class Follower implements TurnFollower {
     if (this.#turn.phase === 'ended') this.#dispatch({ kind: 'ended' });
     this.#changed();
   }
+}
+
+/** The turn reached an end status (the machine settles only in `done`, so always at `settle`). */
+function isEndedSnapshot(snapshot: TurnSnapshot): snapshot is EndedTurnSnapshot {
+  return isEndedStatus(snapshot.status);
 }
 
 /** The machine's fields the snapshot shows changed. */
