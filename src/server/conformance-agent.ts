@@ -1,5 +1,5 @@
 import type { Agent, AgentContext, AgentEvent } from './agent.js';
-import type { JsonValue, MessageContent } from '../protocol/schemas.js';
+import type { JsonValue, MessageContent, PartObject } from '../protocol/schemas.js';
 
 /** Options of {@link conformanceAgent}. */
 export interface ConformanceAgentOptions {
@@ -35,9 +35,12 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** The event of a `delta` or `action` step. */
+/** The event of a `delta`, `action` or `part` step. */
 function stepEvent(step: Step): AgentEvent {
   if (typeof step['delta'] === 'string') return { type: 'delta', text: step['delta'] };
+  const part = step['part'];
+  // The producer validates the part itself (an object with a string `type`): a bad one ends the turn failed.
+  if (typeof part === 'object' && part !== null && !Array.isArray(part) && typeof part['type'] === 'string') return { type: 'part', part: part as PartObject };
   const action = step['action'];
   if (typeof action === 'object' && action !== null && !Array.isArray(action)) {
     const { callId, name, status, input, output, error } = action;
@@ -87,10 +90,6 @@ export function conformanceAgent(options: ConformanceAgentOptions = {}): Agent {
           await pause(Math.min(Math.max(0, step['pauseMs']), maxPauseMs), context.signal);
         } else if (typeof step['fail'] === 'string') {
           throw new Error(step['fail']);
-        } else if ('part' in step) {
-          // Issue 16 adds `{ type: 'part', part }` to AgentEvent; until then this server
-          // cannot log a part, and the suite's s2.agent-events check reports it missing.
-          continue;
         } else {
           yield stepEvent(step);
         }
