@@ -30,6 +30,10 @@ import { buildSnapshot, describeTurn } from './snapshot.js';
 import { createConsumers, type Consumers } from './consumers.js';
 import type { FollowerDeps, TurnFollower, TurnOrigin } from './types.js';
 
+/** Diagnostics about one turn (they carry `turnId`), and their fields besides type, time and turn. */
+type TurnDiagnosticType = Extract<Diagnostic, { turnId: string }>['type'];
+type TurnDiagnosticFields<T extends TurnDiagnosticType> = Omit<Extract<Diagnostic, { type: T }>, 'type' | 'at' | 'turnId'>;
+
 /** Where an applied event came from. */
 type Source = 'stream' | 'replay' | 'relay';
 
@@ -282,9 +286,14 @@ class Follower implements TurnFollower {
     emit({ ...base, ...notice } as Diagnostic);
   }
 
+  /** Emits a diagnostic about this turn, stamped now. */
+  #tell<T extends TurnDiagnosticType>(type: T, fields: TurnDiagnosticFields<T>): void {
+    this.#deps.emit({ type, at: this.#deps.now(), turnId: this.id, ...fields } as Diagnostic);
+  }
+
   #markRecovered(path: RecoveryPath, events: number): void {
     this.#recovered = { path, events, at: this.#deps.now() };
-    this.#deps.emit({ type: 'recovered', at: this.#deps.now(), turnId: this.id, path, events });
+    this.#tell('recovered', { path, events });
     this.#changed();
   }
 
@@ -314,7 +323,7 @@ class Follower implements TurnFollower {
     this.#relayed = false;
     this.#share = joinTurnShare(`lifeline-turn:${this.#deps.namespace}:${this.id}`, {
       onLead: (shared) => {
-        if (shared) this.#deps.emit({ type: 'shared', at: this.#deps.now(), turnId: this.id, role: 'leader' });
+        if (shared) this.#tell('shared', { role: 'leader' });
         this.#dispatch({ kind: 'role', role: 'leader' });
       },
       onBatch: (lastSeq, batch) => this.#applyRelayed(lastSeq, batch),
@@ -329,7 +338,7 @@ class Follower implements TurnFollower {
     this.#progressed = false;
     this.#applied = 0;
     const { limits } = this.#deps;
-    this.#deps.emit({ type: 'connect', at: this.#deps.now(), turnId: this.id, attempt: this.#machine.backoff.attempt, lastEventId });
+    this.#tell('connect', { attempt: this.#machine.backoff.attempt, lastEventId });
     void runStreamAttempt({
       ...this.#deps,
       path: this.#path,
@@ -372,7 +381,7 @@ class Follower implements TurnFollower {
     const end = this.#turn.end!;
     const text = turnText(this.#turn);
     void verifyText(text, end).then(({ matches, unchecked }) => {
-      if (unchecked) this.#deps.emit({ type: 'integrity-unchecked', at: this.#deps.now(), turnId: this.id });
+      if (unchecked) this.#tell('integrity-unchecked', {});
       this.#dispatch({ kind: 'verified', matches, status: end.status, expectedLength: end.textLength, actualLength: text.length });
     });
   }
@@ -392,7 +401,7 @@ class Follower implements TurnFollower {
     if (!replaying) this.#heard = this.#deps.now();
     if (!this.#relayed) {
       this.#relayed = true;
-      this.#deps.emit({ type: 'shared', at: this.#deps.now(), turnId: this.id, role: 'watcher' });
+      this.#tell('shared', { role: 'watcher' });
     }
     for (const text of batch) {
       // During a replay relayed events only merge into it, by seq: the replay fills any hole.
@@ -404,7 +413,7 @@ class Follower implements TurnFollower {
     }
     // Behind the leader (joined late): heartbeats alone would hide it.
     if (lastSeq > this.#turn.lastSeq && !this.#machine.replay) {
-      this.#deps.emit({ type: 'gap', at: this.#deps.now(), turnId: this.id, expected: this.#turn.lastSeq + 1, got: lastSeq });
+      this.#tell('gap', { expected: this.#turn.lastSeq + 1, got: lastSeq });
       this.#dispatch({ kind: 'gap' });
     }
   }
@@ -414,11 +423,11 @@ class Follower implements TurnFollower {
    * a bad stream is dropped and retried, a bad log is final.
    */
   #take(decoded: DecodeResult, from: Source, raw?: string): Failure | void {
-    const { emit, now, limits } = this.#deps;
+    const { limits } = this.#deps;
     const disposition = from === 'replay' ? 'fatal' : 'retry';
     if (decoded.kind === 'error') return { error: decoded.error, disposition };
     if (decoded.kind === 'unknown') {
-      emit({ type: 'unknown-event', at: now(), turnId: this.id, eventType: decoded.type });
+      this.#tell('unknown-event', { eventType: decoded.type });
       // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
       this.#turn = skipEvent(this.#turn, decoded.seq ?? 0);
       return this.#changed();
@@ -426,9 +435,9 @@ class Follower implements TurnFollower {
     const { event } = decoded;
     const verdict = classifyEvent(this.#turn, event, limits);
     if (verdict === 'next') return this.#apply(event, from, raw);
-    if (verdict === 'duplicate') return emit({ type: 'duplicate', at: now(), turnId: this.id, seq: event.seq });
+    if (verdict === 'duplicate') return this.#tell('duplicate', { seq: event.seq });
     if (verdict === 'gap') {
-      emit({ type: 'gap', at: now(), turnId: this.id, expected: this.#turn.lastSeq + 1, got: event.seq });
+      this.#tell('gap', { expected: this.#turn.lastSeq + 1, got: event.seq });
       // Filled from the log before anything later applies (a relay during a replay: the replay fills it).
       if (from === 'stream' || (from === 'relay' && !this.#machine.replay)) return this.#dispatch({ kind: 'gap' });
       if (from === 'relay') return;
