@@ -205,10 +205,12 @@ class Follower implements TurnFollower {
       for (let next; (next = this.#inbox.shift()); ) {
         const before = this.#machine;
         const { now, random, stall, retry } = this.#deps;
-        const step = transition(before, next, { now: now(), random: random(), config: { retry, firstEventMs: stall.firstEventMs, idleMs: stall.idleMs } });
+        // One clock reading per transition: a retry's `at` plus its delay is exactly `nextRetryAt`.
+        const at = now();
+        const step = transition(before, next, { now: at, random: random(), config: { retry, firstEventMs: stall.firstEventMs, idleMs: stall.idleMs } });
         this.#machine = step.state;
         if (visiblyChanged(before, step.state)) this.#changed();
-        for (const effect of step.effects) this.#run(effect);
+        for (const effect of step.effects) this.#run(effect, at);
       }
     } catch (bug) {
       // A bug, not a network condition: fail visibly rather than spin.
@@ -219,7 +221,7 @@ class Follower implements TurnFollower {
     }
   }
 
-  #run(effect: FollowEffect): void {
+  #run(effect: FollowEffect, at: number): void {
     switch (effect.kind) {
       case 'open-stream':
         return this.#openStream();
@@ -233,7 +235,7 @@ class Follower implements TurnFollower {
       case 'clear':
         return this.#runner.clear(effect.timer);
       case 'say':
-        return this.#say(effect.notice);
+        return this.#say(effect.notice, at);
       case 'leave':
         this.#share?.leave();
         this.#share = undefined;
@@ -264,9 +266,8 @@ class Follower implements TurnFollower {
     this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.now() - since });
   }
 
-  #say(notice: FollowNotice): void {
-    const { now, emit } = this.#deps;
-    const at = now();
+  #say(notice: FollowNotice, at = this.#deps.now()): void {
+    const { emit } = this.#deps;
     const base = { at, turnId: this.id };
     switch (notice.type) {
       case 'recovering':
