@@ -2,405 +2,256 @@
  * The follower's transition table: `transition(state, input, env)` answers the next state
  * and the effects to run, and does nothing else (no timers, no requests, no clock: `env`
  * brings time and randomness). The states, inputs and effects are listed in
- * `follow-types.ts`.
+ * `follow-types.ts`; the rules that end or repair requests are in `follow-rules.ts`.
  *
  * The per-event hot path never comes here: the runner applies events itself and reports
  * only an attempt's first progress, a gap, and the end.
  */
-import { backoffStep, FRESH_BACKOFF } from './backoff.js';
-import type { Failure } from './failure-policy.js';
-import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowState, RequestSlot, Transition } from './follow-types.js';
-import { LifelineError, ProtocolError, TransportError } from '../errors.js';
+import { FRESH_BACKOFF } from './backoff.js';
+import { abortAll, stallLimitMs } from './follow-state.js';
+import { StepRules } from './follow-rules.js';
+import type { FollowEnv, FollowInput, FollowState, Transition } from './follow-types.js';
+import { TransportError } from '../errors.js';
 
-/** Default watchdogs when neither the app nor the server said otherwise, ms. */
-export const DEFAULT_FIRST_EVENT_MS = 15_000;
-export const DEFAULT_IDLE_MS = 25_000;
-/** The watchdog is this many announced heartbeat intervals (PROTOCOL.md section 2)… */
-export const HEARTBEAT_FACTOR = 2.5;
-/** …but never shorter than this, ms. */
-export const MIN_STALL_MS = 2_000;
-/** Stream attempts in a row without an event after which the log is asked instead (closes: fewer). */
-const REPLAY_AFTER_FAILURES = 3;
-const REPLAY_AFTER_CLOSES = 2;
-
-/** A follower before `start`. */
-export function initialFollowState(): FollowState {
-  return {
-    phase: 'idle',
-    following: false,
-    role: 'solo',
-    online: true,
-    replay: false,
-    alongside: false,
-    ended: false,
-    hasEvents: false,
-    progressed: false,
-    misses: 0,
-    cut: false,
-    authRetried: false,
-    rebuilt: false,
-    heartbeatMs: undefined,
-    replayed: 0,
-    alongsideReplayed: 0,
-    backoff: FRESH_BACKOFF,
-    status: 'pending',
-    connection: 'idle',
-    nextRetryAt: undefined,
-    revivable: false,
-    error: undefined,
-  };
-}
-
-/**
- * Silence the stall watchdog allows, ms: the app's setting when it gave one, else 2.5
- * times the heartbeat the server announced (at least 2 s), else the defaults.
- */
-export function stallLimitMs(state: FollowState, env: FollowEnv): number {
-  const own = state.hasEvents ? env.config.idleMs : env.config.firstEventMs;
-  if (own !== undefined) return own;
-  if (state.heartbeatMs !== undefined) return Math.max(MIN_STALL_MS, HEARTBEAT_FACTOR * state.heartbeatMs);
-  return state.hasEvents ? DEFAULT_IDLE_MS : DEFAULT_FIRST_EVENT_MS;
-}
+export { initialFollowState, stallLimitMs } from './follow-state.js';
 
 /** Phases where the main loop has a request or a wait of its own going. */
 const BUSY = new Set(['connecting', 'streaming', 'waiting', 'replaying', 'settling', 'watching']);
 
 /** The transition function. Inputs that mean nothing in the current state change nothing. */
 export function transition(state: FollowState, input: FollowInput, env: FollowEnv): Transition {
-  const step = new Step(state, env);
+  const step = new FollowStep(state, env);
   step.handle(input);
   return { state: step.state, effects: step.effects };
 }
 
-/**
- * One transition being computed: the state so far and the effects so far. A class only to
- * share the two between the small rules below; it never outlives `transition`.
- */
-class Step {
-  effects: FollowEffect[] = [];
-  constructor(
-    public state: FollowState,
-    readonly env: FollowEnv,
-  ) {}
-
-  #set(patch: Partial<FollowState>): void {
-    this.state = { ...this.state, ...patch };
-  }
-  #do(...effects: FollowEffect[]): void {
-    this.effects.push(...effects);
-  }
-  #say(notice: FollowNotice): void {
-    this.#do({ kind: 'say', notice });
-  }
-
+/** The rules that start requests and waits, and the dispatch of every input. */
+class FollowStep extends StepRules {
   handle(input: FollowInput): void {
     const s = this.state;
     if (s.phase === 'done' && input.kind !== 'revive' && input.kind !== 'close' && input.kind !== 'start') return;
     switch (input.kind) {
       case 'restored':
         if (s.following) return;
-        this.#set({ hasEvents: input.hasEvents, ended: input.ended, status: input.hasEvents ? 'streaming' : 'pending' });
-        if (input.final) this.#finish(input.final.status, input.final.error, false);
+        this.set({ hasEvents: input.hasEvents, ended: input.ended, status: input.hasEvents ? 'streaming' : 'pending' });
+        if (input.final) this.finish(input.final.status, input.final.error, false);
         return;
       case 'start':
-        if (s.phase === 'done') return this.#set({ following: true });
-        if (s.following) return input.replayFirst ? this.#requestReplay('start') : undefined;
-        this.#set({ following: true });
-        if (input.replayFirst) this.#requestReplay();
-        return this.#next();
+        if (s.phase === 'done') return this.set({ following: true });
+        if (s.following) return input.replayFirst ? this.requestReplay('start') : undefined;
+        this.set({ following: true });
+        if (input.replayFirst) this.requestReplay();
+        return this.next();
       case 'close':
-        return this.#stop();
+        return this.stop();
       case 'revive':
         if (s.phase !== 'done' || !s.revivable) return;
         // A revived turn gets a fresh retry budget (FAULTS row 37) and replays first.
-        this.#set({ phase: 'idle', following: false, revivable: false, error: undefined, authRetried: false, backoff: FRESH_BACKOFF, misses: 0 });
-        this.#do({ kind: 'unsettle' });
+        this.set({ phase: 'idle', following: false, revivable: false, error: undefined, authRetried: false, backoff: FRESH_BACKOFF, misses: 0 });
+        this.do({ kind: 'unsettle' });
         return this.handle({ kind: 'start', replayFirst: true });
       case 'online':
-        this.#set({ online: true });
+        this.set({ online: true });
         // Offline, or waiting out a backoff: try now (FAULTS row 18).
-        if (s.phase === 'offline' || s.phase === 'waiting') return this.#next();
+        if (s.phase === 'offline' || s.phase === 'waiting') return this.next();
         return;
       case 'offline':
-        return this.#set({ online: false });
+        return this.set({ online: false });
       case 'role':
-        this.#set({ role: input.role });
+        this.set({ role: input.role });
         if (s.phase === 'watching' && input.role !== 'watcher') {
-          this.#do({ kind: 'clear', timer: 'stall' });
-          return this.#next();
+          this.do({ kind: 'clear', timer: 'stall' });
+          return this.next();
         }
         return;
       case 'resume':
         // A stream that got data while the page was frozen is deaf after `resume`: reconnect now, said as a cut.
         if (s.replay || (s.phase !== 'connecting' && s.phase !== 'streaming')) return;
-        this.#set({ cut: true });
-        this.#say({ type: 'disconnect', cause: new TransportError('network_error', 'Page resumed from a freeze.') });
-        this.#do({ kind: 'abort', slot: 'main' });
-        return this.#next();
+        this.set({ cut: true });
+        this.say({ type: 'disconnect', cause: new TransportError('network_error', 'Page resumed from a freeze.') });
+        this.do({ kind: 'abort', slot: 'main' });
+        return this.next();
       case 'recover':
-        return this.#recover();
+        return this.recover();
       case 'opened':
-        return this.#opened(input.lastEventId, input.heartbeatMs);
+        return this.opened(input.lastEventId, input.heartbeatMs);
       case 'progress':
-        return this.#progress(input.from, input.seq);
+        return this.progress(input.from, input.seq);
       case 'gap':
-        return this.#requestReplay('gap');
+        return this.requestReplay('gap');
       case 'ended':
-        this.#set({ ended: true });
+        this.set({ ended: true });
         // A replay page ends on its own (its answer follows); the integrity check runs once.
         if (!s.following || s.phase === 'replaying' || s.phase === 'settling' || s.phase === 'idle') return;
-        this.#do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
-        return this.#next();
+        this.do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
+        return this.next();
       case 'no-content':
-        return this.#requestReplay('ended-stream');
+        return this.requestReplay('ended-stream');
       case 'failed':
-        return input.slot === 'alongside' ? this.#alongsideFailed() : this.#failed(input.failure, input.closed === true);
+        return input.slot === 'alongside' ? this.alongsideFailed() : this.failed(input.failure, input.closed === true);
       case 'page':
-        return input.slot === 'alongside' ? this.#alongsidePage(input.applied, input.more) : this.#page(input.applied, input.more);
+        return input.slot === 'alongside' ? this.alongsidePage(input.applied, input.more) : this.page(input.applied, input.more);
       case 'timer':
-        return this.#timer(input.timer, input.silentMs);
+        return this.timer(input.timer, input.silentMs);
       case 'verified':
-        return this.#verified(input);
+        return this.verified(input);
     }
   }
 
   /** Decides the main loop's next step from the state: the one place that starts requests and waits. */
-  #next(): void {
+
+  protected next(): void {
     const s = this.state;
-    this.#do({ kind: 'clear', timer: 'retry' });
-    if (!s.following) return this.#set({ phase: 'idle' });
+    this.do({ kind: 'clear', timer: 'retry' });
+    if (!s.following) return this.set({ phase: 'idle' });
     if (s.ended) {
-      this.#set({ phase: 'settling', nextRetryAt: undefined });
-      this.#do({ kind: 'clear', timer: 'stall' }, { kind: 'verify' });
+      this.set({ phase: 'settling', nextRetryAt: undefined });
+      this.do({ kind: 'clear', timer: 'stall' }, { kind: 'verify' });
       return;
     }
     if (!s.online) {
-      this.#set({ phase: 'offline', connection: 'offline', nextRetryAt: undefined });
-      return this.#do({ kind: 'clear', timer: 'stall' });
+      this.set({ phase: 'offline', connection: 'offline', nextRetryAt: undefined });
+      return this.do({ kind: 'clear', timer: 'stall' });
     }
-    this.#set({ progressed: false, nextRetryAt: undefined });
+    this.set({ progressed: false, nextRetryAt: undefined });
     if (s.role === 'watcher' && !s.replay) {
-      this.#set({ phase: 'watching', connection: 'idle' });
-      return this.#watch();
+      this.set({ phase: 'watching', connection: 'idle' });
+      return this.watch();
     }
     if (s.replay) {
-      this.#set({ phase: 'replaying' });
-      this.#do({ kind: 'fetch-page', slot: 'main' });
+      this.set({ phase: 'replaying' });
+      this.do({ kind: 'fetch-page', slot: 'main' });
     } else {
-      this.#set({ phase: 'connecting', connection: 'connecting' });
-      this.#do({ kind: 'open-stream' });
+      this.set({ phase: 'connecting', connection: 'connecting' });
+      this.do({ kind: 'open-stream' });
     }
-    this.#watch();
+    this.watch();
   }
 
   /** Arms the stall watchdog afresh for the request (or relay) just started. */
-  #watch(): void {
-    this.#do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env), fresh: true });
+
+  private watch(): void {
+    this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env), fresh: true });
   }
 
   /** Ends every request and timer; the loop stays `idle` until started again. */
-  #stop(): void {
+
+  private stop(): void {
     const s = this.state;
     if (!s.following && s.phase !== 'done') return;
-    this.#do(...abortAll(), { kind: 'leave' }, { kind: 'release' });
-    this.#set({ following: false, alongside: false, ...(s.phase !== 'done' && { phase: 'idle', connection: 'idle', nextRetryAt: undefined }) });
+    this.do(...abortAll(), { kind: 'leave' }, { kind: 'release' });
+    this.set({ following: false, alongside: false, ...(s.phase !== 'done' && { phase: 'idle', connection: 'idle', nextRetryAt: undefined }) });
   }
 
   /** Aborts what runs and replays next: one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
-  #requestReplay(cause?: string): void {
+
+  protected requestReplay(cause?: string): void {
     const s = this.state;
     if (!s.replay) {
-      this.#set({ replay: true, replayed: 0, misses: 0, cut: false, status: 'recovering', connection: 'idle' });
-      this.#say({ type: 'recovering' });
+      this.set({ replay: true, replayed: 0, misses: 0, cut: false, status: 'recovering', connection: 'idle' });
+      this.say({ type: 'recovering' });
     }
-    this.#do({ kind: 'abort', slot: 'alongside' }, { kind: 'clear', timer: 'alongside' });
-    this.#set({ alongside: false });
+    this.do({ kind: 'abort', slot: 'alongside' }, { kind: 'clear', timer: 'alongside' });
+    this.set({ alongside: false });
     // From `start` the loop is started right after; otherwise restart it now.
     if (cause !== undefined && BUSY.has(s.phase)) {
-      this.#do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
-      this.#next();
+      this.do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
+      this.next();
     }
   }
 
-  #opened(lastEventId: number, heartbeatMs: number | undefined): void {
+
+  private opened(lastEventId: number, heartbeatMs: number | undefined): void {
     if (this.state.phase !== 'connecting') return;
-    this.#set({ phase: 'streaming', connection: 'open', authRetried: false, heartbeatMs: heartbeatMs ?? this.state.heartbeatMs, status: this.#live() });
-    this.#say({ type: 'open', status: 200 });
-    if (lastEventId) this.#say({ type: 'resumed', fromSeq: lastEventId });
+    this.set({ phase: 'streaming', connection: 'open', authRetried: false, heartbeatMs: heartbeatMs ?? this.state.heartbeatMs, status: this.live() });
+    this.say({ type: 'open', status: 200 });
+    if (lastEventId) this.say({ type: 'resumed', fromSeq: lastEventId });
     // The announced heartbeat may shorten the watchdog: counted from the last sound heard.
-    this.#do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env) });
+    this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env) });
   }
 
-  #progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
+
+  private progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
     const s = this.state;
-    this.#set({ hasEvents: true, progressed: true, backoff: FRESH_BACKOFF });
+    this.set({ hasEvents: true, progressed: true, backoff: FRESH_BACKOFF });
     if (from === 'replay') return;
-    this.#set({ status: 'streaming' });
+    this.set({ status: 'streaming' });
     // A resumed connection first delivers, in one burst, what was logged while we were away.
     if (from === 'stream' && s.cut && seq > 1) {
-      this.#set({ cut: false });
-      this.#say({ type: 'recovered', path: 'resume', events: 0 });
+      this.set({ cut: false });
+      this.say({ type: 'recovered', path: 'resume', events: 0 });
     }
   }
 
-  #live(): 'pending' | 'streaming' {
-    return this.state.hasEvents ? 'streaming' : 'pending';
-  }
 
-  /** A main-loop request failed: back off, re-read headers, rebuild, replay, or give up. */
-  #failed(failure: Failure, closed: boolean): void {
-    const s = this.state;
-    if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying') return;
-    this.#do({ kind: 'clear', timer: 'stall' });
-    const scope = s.replay ? 'replay' : 'stream';
-    if (!s.replay) {
-      this.#set({ cut: true });
-      this.#say({ type: 'disconnect', cause: failure.error });
-    }
-    if (failure.error.kind === 'protocol') this.#say({ type: 'protocol-error', error: failure.error });
-    switch (failure.disposition) {
-      case 'retry': {
-        const misses = s.progressed ? 0 : s.misses + 1;
-        this.#set({ misses });
-        // Closed without turn.end more than once in a row, or failing again and again: ask the log.
-        if (!s.replay && misses >= (closed ? REPLAY_AFTER_CLOSES : REPLAY_AFTER_FAILURES)) return this.#requestReplay('failures');
-        return this.#retryLater(failure, scope);
-      }
-      case 'auth':
-        // 401/403: the next request re-reads the headers (a refreshed token); a second one in a row is final.
-        if (s.authRetried) break;
-        this.#set({ authRetried: true });
-        this.#say({ type: 'auth-refresh' });
-        return this.#next();
-      case 'rebuild':
-        return this.#rebuild();
-      case 'fatal':
-        break;
-    }
-    this.#fail(failure.error, scope);
-  }
-
-  /** Waits a backoff delay (the server's `retry:` is never used: our policy paces every retry). */
-  #retryLater(failure: Failure, scope: 'stream' | 'replay'): void {
-    const s = this.state;
-    const { now, random, config } = this.env;
-    const hint = { afterHealthy: s.progressed, retryAfterMs: failure.retryAfterMs };
-    const { state: backoff, delay } = backoffStep(config.retry, s.backoff, hint, now, random);
-    this.#set({ backoff });
-    if (delay === undefined) return this.#fail(new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: failure.error }), scope);
-    // A replay keeps showing stalled or recovering while it retries.
-    this.#set({ phase: 'waiting', connection: 'waiting', nextRetryAt: now + delay, ...(!s.replay && { status: 'reconnecting' }) });
-    this.#say({ type: 'retry', scope, attempt: backoff.attempt, delayMs: delay, cause: failure.error });
-    this.#do({ kind: 'arm', timer: 'retry', ms: delay, fresh: true });
-  }
-
-  #page(applied: number, more: boolean): void {
+  private page(applied: number, more: boolean): void {
     const s = this.state;
     if (s.phase !== 'replaying') return;
-    this.#set({ replayed: s.replayed + applied, authRetried: false });
+    this.set({ replayed: s.replayed + applied, authRetried: false });
     if (more) {
-      this.#do({ kind: 'fetch-page', slot: 'main' });
-      return this.#watch();
+      this.do({ kind: 'fetch-page', slot: 'main' });
+      return this.watch();
     }
-    this.#do({ kind: 'clear', timer: 'stall' });
-    if (this.state.replayed) this.#say({ type: 'recovered', path: 'replay', events: this.state.replayed });
-    this.#set({ replay: false, status: this.#live(), connection: 'idle' });
+    this.do({ kind: 'clear', timer: 'stall' });
+    if (this.state.replayed) this.say({ type: 'recovered', path: 'replay', events: this.state.replayed });
+    this.set({ replay: false, status: this.live(), connection: 'idle' });
     // An ended turn is released once settled, so `recover()` answers final snapshots.
-    if (!this.state.ended) this.#do({ kind: 'release' });
-    this.#next();
+    if (!this.state.ended) this.do({ kind: 'release' });
+    this.next();
   }
 
   /** `recover()`: replays the log next to a healthy main loop; both merge by seq. */
-  #recover(): void {
+
+  private recover(): void {
     const s = this.state;
-    if (!s.following || s.replay || s.alongside || s.phase === 'settling') return this.#do({ kind: 'release' });
-    this.#set({ alongside: true, alongsideReplayed: 0 });
-    this.#do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
+    if (!s.following || s.replay || s.alongside || s.phase === 'settling') return this.do({ kind: 'release' });
+    this.set({ alongside: true, alongsideReplayed: 0 });
+    this.do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
   }
 
-  #alongsidePage(applied: number, more: boolean): void {
+
+  private alongsidePage(applied: number, more: boolean): void {
     const s = this.state;
     if (!s.alongside) return;
-    this.#set({ alongsideReplayed: s.alongsideReplayed + applied });
+    this.set({ alongsideReplayed: s.alongsideReplayed + applied });
     if (more) {
-      this.#do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
+      this.do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
       return;
     }
-    this.#set({ alongside: false });
-    this.#do({ kind: 'clear', timer: 'alongside' });
-    if (this.state.alongsideReplayed) this.#say({ type: 'recovered', path: 'replay', events: this.state.alongsideReplayed });
-    if (!this.state.ended) this.#do({ kind: 'release' });
+    this.set({ alongside: false });
+    this.do({ kind: 'clear', timer: 'alongside' });
+    if (this.state.alongsideReplayed) this.say({ type: 'recovered', path: 'replay', events: this.state.alongsideReplayed });
+    if (!this.state.ended) this.do({ kind: 'release' });
   }
 
   /** The alongside replay failed or hung: the main loop replays instead (backoff, budget, a visible give-up). */
-  #alongsideFailed(): void {
+
+  private alongsideFailed(): void {
     if (!this.state.alongside) return;
-    this.#requestReplay('alongside-failed');
+    this.requestReplay('alongside-failed');
   }
 
-  #timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
+
+  private timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
     const s = this.state;
-    if (timer === 'retry') return s.phase === 'waiting' ? this.#next() : undefined;
+    if (timer === 'retry') return s.phase === 'waiting' ? this.next() : undefined;
     if (timer === 'alongside') {
       if (!s.alongside) return;
-      this.#say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
-      return this.#alongsideFailed();
+      this.say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
+      return this.alongsideFailed();
     }
     if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying' && s.phase !== 'watching') return;
     const limit = stallLimitMs(s, this.env);
     // Events only stamp the time they were heard: the timer waits out the rest of the window.
-    if (silentMs < limit) return this.#do({ kind: 'arm', timer: 'stall', ms: limit - silentMs });
-    this.#say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
+    if (silentMs < limit) return this.do({ kind: 'arm', timer: 'stall', ms: limit - silentMs });
+    this.say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
     if (s.phase === 'replaying') {
       // A replay page that hangs is a failure like any other: it counts against the retry budget.
-      this.#do({ kind: 'abort', slot: 'main' });
-      this.#set({ status: 'stalled' });
-      return this.#failed({ error: new TransportError('timeout', 'The replay request hung.'), disposition: 'retry' }, false);
+      this.do({ kind: 'abort', slot: 'main' });
+      this.set({ status: 'stalled' });
+      return this.failed({ error: new TransportError('timeout', 'The replay request hung.'), disposition: 'retry' }, false);
     }
-    this.#requestReplay('stall');
-    this.#set({ status: 'stalled' });
-  }
-
-  #verified(input: Extract<FollowInput, { kind: 'verified' }>): void {
-    const s = this.state;
-    if (s.phase !== 'settling' || !s.following) return;
-    if (input.matches) {
-      this.#do({ kind: 'fold' });
-      this.#say({ type: 'completed', status: input.status });
-      return this.#finish(input.status, undefined, false);
-    }
-    this.#say({ type: 'integrity-mismatch', expectedLength: input.expectedLength, actualLength: input.actualLength });
-    if (s.rebuilt) return this.#fail(new ProtocolError('integrity_mismatch', 'Text still differs after a full replay.'), 'replay');
-    this.#set({ rebuilt: true });
-    this.#rebuild();
-  }
-
-  /** Throws the local copy away and replays the whole log. */
-  #rebuild(): void {
-    this.#do({ kind: 'discard' });
-    this.#set({ hasEvents: false, ended: false });
-    this.#requestReplay('rebuild');
-  }
-
-  #fail(cause: LifelineError, scope: 'stream' | 'replay'): void {
-    // Bad data and a turn the server no longer has stay failed; auth and network trouble may pass.
-    const final = cause.kind === 'protocol' || [404, 410].includes(cause.status ?? 0);
-    this.#say({ type: 'failed', scope, error: cause });
-    if (final) this.#do({ kind: 'fold', error: cause });
-    this.#finish('failed', cause, !final);
-  }
-
-  #finish(status: 'complete' | 'failed' | 'cancelled', error: LifelineError | undefined, revivable: boolean): void {
-    this.#do(...abortAll(), { kind: 'leave' }, { kind: 'release' }, { kind: 'settle' });
-    this.#set({ phase: 'done', status, error, revivable, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined });
+    this.requestReplay('stall');
+    this.set({ status: 'stalled' });
   }
 }
-
-/** Every request aborted, every timer cleared: no state is left waiting on something that will not come. */
-function abortAll(): FollowEffect[] {
-  const slots: RequestSlot[] = ['main', 'alongside'];
-  return [...slots.map((slot): FollowEffect => ({ kind: 'abort', slot })), ...(['stall', 'retry', 'alongside'] as const).map((timer): FollowEffect => ({ kind: 'clear', timer }))];
-}
-
-/** Re-exported for the runner: a thrown bug becomes a visible failure. */
-export { LifelineError };

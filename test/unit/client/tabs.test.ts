@@ -166,17 +166,17 @@ describe('tabs share one stream per turn', () => {
     const firstStreams: Stream[] = [];
     const secondStreams: Stream[] = [];
     const first = tab(firstStreams);
-    await expect.poll(() => roles(first)).toEqual(['leader']);
+    await expect.poll(() => roles(first), { timeout: 10_000 }).toEqual(['leader']);
     const second = tab(secondStreams);
     await control.delta('x');
-    await expect.poll(() => second.turn.getSnapshot().text).toBe('x');
+    await expect.poll(() => second.turn.getSnapshot().text, { timeout: 10_000 }).toBe('x');
     // The watcher closes while queued for the lock, then the leader goes: the lock must not wake the closed tab.
     second.turn.close();
-    await expect.poll(() => second.turn.getSnapshot().connection.state).toBe('idle');
+    await expect.poll(() => second.turn.getSnapshot().connection.state, { timeout: 10_000 }).toBe('idle');
     first.turn.close();
     await control.delta('y');
     await control.end();
-    await expect.poll(() => first.turn.getSnapshot().connection.state).toBe('idle');
+    await expect.poll(() => first.turn.getSnapshot().connection.state, { timeout: 10_000 }).toBe('idle');
     expect(roles(second)).toEqual(['watcher']);
     expect(secondStreams).toEqual([]);
     expect(second.turn.getSnapshot().text).toBe('x');
