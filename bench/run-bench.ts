@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,hydration,memory,readers,size,scale`, `--runs N`
+ * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale`, `--runs N`
  * (runs per throughput contender, default 3), `--no-build` (use dist/ as it is),
  * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
  * turns, default 3 × 60).
@@ -73,6 +73,11 @@ const SECTIONS: Section[] = [
     id: 'stall',
     title: 'Stall to recovered (replay path)',
     run: async (server, log) => stallReport(await benchStall(server, { log })),
+  },
+  {
+    id: 'stall-defaults',
+    title: 'Stall to recovered with default settings (watchdog sized from the announced heartbeat)',
+    run: async (server, log) => stallReport(await benchStall(server, { log, defaults: true, rounds: 4 })),
   },
   {
     id: 'scale',

@@ -11,12 +11,17 @@ import type { BenchServer } from './lib/bench-server.js';
 import { createPrng } from './lib/prng.js';
 import { startReference } from './lib/reference.js';
 import { fixed, median, quantile } from './lib/stats.js';
+import { HEARTBEAT_FACTOR, MIN_STALL_MS } from '../src/core/follow-state.js';
+import { DEFAULT_HEARTBEAT_MS } from '../src/server/handler.js';
 import type { TimelineConfig, TimelineResult } from './pages/follow-timeline.js';
 
 const IDLE_MS = 1000;
 
 export interface StallResult {
-  idleMs: number;
+  /** The app's `stall.idleMs`, or `undefined`: defaults (sized from the announced heartbeat). */
+  idleMs: number | undefined;
+  /** The `Lifeline-Heartbeat` the server announced, ms (defaults only). */
+  heartbeatMs?: number | undefined;
   rounds: { totalMs: number; detectMs: number; replayMs: number }[];
   failures: string[];
 }
@@ -26,10 +31,16 @@ const finishedAgent: Agent = async function* () {
   for (let i = 0; i < 300; i++) yield { type: 'delta', text: i % 7 === 0 ? ' 漢字' : ' text' };
 };
 
-export async function benchStall(server: BenchServer, options: { rounds?: number; seed?: number; log?: (line: string) => void } = {}): Promise<StallResult> {
+/**
+ * `defaults`: neither the app nor the bench sets a watchdog, and the server keeps its own
+ * heartbeat: the client sizes its watchdog from the announced `Lifeline-Heartbeat` (the
+ * seed's "pending assistant response", caught with defaults).
+ */
+export async function benchStall(server: BenchServer, options: { rounds?: number; seed?: number; defaults?: boolean; log?: (line: string) => void } = {}): Promise<StallResult> {
   const rounds = options.rounds ?? 10;
   const prng = createPrng(options.seed ?? 11);
-  const reference = startReference(finishedAgent);
+  const idleMs = options.defaults ? undefined : IDLE_MS;
+  const reference = startReference(finishedAgent, options.defaults ? { heartbeatMs: 'default' } : {});
   const stalled = new Set<string>();
   const proxy = await startFaultProxy({
     targetPort: server.port,
@@ -43,7 +54,7 @@ export async function benchStall(server: BenchServer, options: { rounds?: number
   try {
     const turnIds: string[] = [];
     for (let i = 0; i < rounds; i++) turnIds.push(await reference.submit('bench-stall', `stall ${i}`));
-    const config: TimelineConfig = { baseUrl: '/api', turnIds, idleMs: IDLE_MS, firstEventMs: IDLE_MS };
+    const config: TimelineConfig = { baseUrl: '/api', turnIds, ...(idleMs !== undefined && { idleMs, firstEventMs: idleMs }) };
     const result = await server.runPage<TimelineResult>(
       'follow-timeline',
       config,
@@ -65,7 +76,7 @@ export async function benchStall(server: BenchServer, options: { rounds?: number
       // The last event before the watchdog fired; with none, the watchdog counted from the connection.
       const before = turn.applied.filter(([at]) => at <= stall.at).at(-1)?.[0];
       const connected = result.diagnostics.find((d) => d.type === 'open' && d.turnId === turn.turnId)?.at;
-      const silentFrom = before ?? connected ?? stall.at - IDLE_MS;
+      const silentFrom = before ?? connected ?? stall.at;
       measured.push({
         totalMs: turn.completedAt - silentFrom,
         detectMs: stall.at - silentFrom,
@@ -73,7 +84,7 @@ export async function benchStall(server: BenchServer, options: { rounds?: number
       });
     }
     options.log?.(`  stall: ${measured.length} rounds, median ${fixed(median(measured.map((r) => r.totalMs)))} ms`);
-    return { idleMs: IDLE_MS, rounds: measured, failures };
+    return { idleMs, heartbeatMs: options.defaults ? DEFAULT_HEARTBEAT_MS : undefined, rounds: measured, failures };
   } finally {
     await proxy.close();
     await reference.close();
@@ -81,11 +92,16 @@ export async function benchStall(server: BenchServer, options: { rounds?: number
 }
 
 export function stallReport(result: StallResult): string {
-  const beyond = result.rounds.map((r) => r.totalMs - result.idleMs);
-  const detect = result.rounds.map((r) => r.detectMs - result.idleMs);
+  const timeout = result.idleMs ?? Math.max(MIN_STALL_MS, HEARTBEAT_FACTOR * (result.heartbeatMs ?? 0));
+  const beyond = result.rounds.map((r) => r.totalMs - timeout);
+  const detect = result.rounds.map((r) => r.detectMs - timeout);
   const replay = result.rounds.map((r) => r.replayMs);
+  const setting =
+    result.idleMs === undefined
+      ? `default settings: the server announced \`Lifeline-Heartbeat: ${result.heartbeatMs}\`, so the client's watchdog is ${timeout} ms`
+      : `stall timeout \`stall.idleMs\` = ${result.idleMs} ms`;
   return [
-    `${result.rounds.length} finished turns whose stream was black-holed part way; stall timeout \`stall.idleMs\` = ${result.idleMs} ms` +
+    `${result.rounds.length} finished turns whose stream was black-holed part way; ${setting}` +
       `${result.failures.length ? `; failures: ${result.failures.join('; ')}` : ''}.`,
     '',
     '| ms | median | p95 |',

@@ -21,14 +21,15 @@ export interface Reference {
 
 let keys = 0;
 
-export function startReference(agent: Agent, options: { heartbeatMs?: number } = {}): Reference {
+/** `heartbeatMs`: the server's interval; `'default'` leaves the handler's own (announced as `Lifeline-Heartbeat`). */
+export function startReference(agent: Agent, options: { heartbeatMs?: number | 'default' } = {}): Reference {
   const log = createMemoryTurnLog();
   const errors: unknown[] = [];
   const handler = createLifelineHandler({
     agent,
     store: log,
     basePath: '/api',
-    heartbeatMs: options.heartbeatMs ?? 10_000,
+    ...(options.heartbeatMs !== 'default' && { heartbeatMs: options.heartbeatMs ?? 10_000 }),
     onError: (error) => errors.push(error),
   });
   return {
