@@ -100,9 +100,9 @@ describe('the packed package', () => {
 
   it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
     const manifest = installedManifest(apps.app);
-    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './package.json', './react', './server', './server/node', './server/redis']);
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis'];",
+      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -116,8 +116,11 @@ describe('the packed package', () => {
     expect(names['lifeline/server']).toEqual(expect.arrayContaining(['createLifelineHandler', 'createMemoryTurnLog']));
     expect(names['lifeline/server']).not.toContain('serve');
     expect(names['lifeline/server']).not.toContain('toNodeListener');
-    expect(names['lifeline/server/node']).toEqual(['serve', 'toNodeListener']);
+    expect(names['lifeline/server/node']).toEqual(['answerRefusedRequests', 'serve', 'toNodeListener']);
     expect(names['lifeline/server/redis']).toEqual(expect.arrayContaining(['createRedisTurnLog']));
+    expect(names['lifeline/ai-sdk']).toEqual(expect.arrayContaining(['createChatTransport']));
+    expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
+    expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
   });
 
   it('answers require() as Node allows for an ESM-only package: the module where require(esm) works, ERR_REQUIRE_ESM before', async () => {

@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 
 export const CHECKED_LANGUAGES = ['ts', 'tsx'] as const;
-export const UNCHECKED_LANGUAGES = ['sh', 'text', 'http'] as const;
+export const UNCHECKED_LANGUAGES = ['sh', 'text', 'http', 'json', 'python'] as const;
 
 export interface Snippet {
   /** The document's path, as given. */
