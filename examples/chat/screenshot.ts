@@ -1,7 +1,7 @@
 /**
  * Regenerates `docs/screenshot.png`: the example app in headless Chromium after a plain
- * answer in one conversation and, in another, a `propose_personas` turn whose stream is
- * cut mid-answer (so the recovery chip and the diagnostics log have something to show).
+ * answer in one conversation and, in another, a weather answer (a reasoning part and a
+ * tool call) and a `propose_personas` turn whose stream is cut mid-answer (so the recovery chip and the diagnostics log have something to show).
  *
  *   npm run build && npx tsx examples/chat/screenshot.ts [output.png]
  *
@@ -30,12 +30,13 @@ try {
   await ask(page, 'Give me a plan for learning to cook', 1);
   await page.getByRole('button', { name: '+ New conversation' }).click();
   await ask(page, 'How should I plan a product launch?', 1);
+  await ask(page, 'What is the weather in Lisbon for the launch?', 2);
 
   await page.getByRole('textbox', { name: 'Message' }).fill('Propose three personas for our travel booking app');
   await page.getByRole('button', { name: 'Send', exact: true }).click();
   await page.locator('[data-action-name="propose_personas"]').waitFor();
   app.lab.cut();
-  await page.waitForFunction(() => document.querySelectorAll('[data-message-role="assistant"][data-status="complete"]').length === 2, null, {
+  await page.waitForFunction(() => document.querySelectorAll('[data-message-role="assistant"][data-status="complete"]').length === 3, null, {
     timeout: 30_000,
   });
   // Let the last chips and log lines paint before the picture.
