@@ -37,7 +37,6 @@ type Queue = (event?: TurnEvent) => void;
 export function createConsumers(shared: Shared, stop: () => void, reopen: () => void): Consumers {
   let open = 0;
   let claimed = false;
-  let stopping: ReturnType<typeof setTimeout> | undefined;
   const queues = new Map<Queue, object | undefined>();
 
   const consumers: Consumers = {
@@ -48,7 +47,6 @@ export function createConsumers(shared: Shared, stop: () => void, reopen: () => 
       const wasWanted = consumers.wanted;
       claimed = true;
       open++;
-      clearTimeout(stopping);
       if (!wasWanted) reopen();
       let closed = false;
       const handle: Turn = {
@@ -64,8 +62,7 @@ export function createConsumers(shared: Shared, stop: () => void, reopen: () => 
           if (closed) return;
           closed = true;
           for (const [queue, owner] of queues) if (owner === handle) queue();
-          // Stopped a task later: a handle claimed right after (StrictMode's remount) keeps the stream.
-          if (--open === 0) stopping = setTimeout(() => open === 0 && stop());
+          if (--open === 0) stop();
         },
       };
       return handle;
@@ -73,7 +70,6 @@ export function createConsumers(shared: Shared, stop: () => void, reopen: () => 
     closeAll() {
       claimed = true;
       open = 0;
-      clearTimeout(stopping);
       stop();
     },
     async *iterate(owner) {

@@ -17,7 +17,10 @@ export function useTurn(turnId: string | undefined): TurnSnapshot | undefined {
   return useLazy(store);
 }
 
-/** A turn handle held while the store has subscribers: opened by the first, closed after the last. */
+/**
+ * A turn handle held while the store has subscribers: opened by the first, closed a task
+ * after the last leaves, so StrictMode's unsubscribe-and-subscribe-again keeps the stream.
+ */
 function heldTurn(open: () => Turn) {
   let handle: Turn | undefined;
   let subscribers = 0;
@@ -29,8 +32,11 @@ function heldTurn(open: () => Turn) {
       return () => {
         unsubscribe();
         if (--subscribers > 0) return;
-        held.close();
-        handle = undefined;
+        setTimeout(() => {
+          if (subscribers > 0 || handle !== held) return;
+          held.close();
+          handle = undefined;
+        });
       };
     },
     getSnapshot: (): TurnSnapshot | undefined => handle?.getSnapshot(),
