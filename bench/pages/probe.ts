@@ -38,6 +38,22 @@ export function runPage(main: () => Promise<object>): void {
   );
 }
 
+/**
+ * Runs a contender that reads the whole stream: `read` answers how many events it saw.
+ * Every contender is timed here, from the call to the end of `read`, with the same lag
+ * and window probes, so their figures compare.
+ */
+export function runTimedRead<C>(read: (config: C) => Promise<number>): void {
+  runPage(async () => {
+    const config = await getConfig<C>();
+    const stopLag = startLagProbe();
+    const t0 = performance.now();
+    const events = await read(config);
+    const t1 = performance.now();
+    return { events, ms: t1 - t0, lag: stopLag(), ...windowStats(t0, t1) };
+  });
+}
+
 export interface LagStats {
   samples: number;
   maxMs: number;

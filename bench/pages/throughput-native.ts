@@ -1,11 +1,8 @@
 // Contender: the browser's own EventSource, JSON.parse of every event.
-import { getConfig, runPage, startLagProbe, windowStats } from './probe.js';
+import { runTimedRead } from './probe.js';
 import type { ThroughputConfig } from './throughput-types.js';
 
-runPage(async () => {
-  const config = await getConfig<ThroughputConfig>();
-  const stopLag = startLagProbe();
-  const t0 = performance.now();
+runTimedRead<ThroughputConfig>(async (config) => {
   let events = 0;
   await new Promise<void>((resolve, reject) => {
     const source = new EventSource(config.sseUrl);
@@ -23,6 +20,5 @@ runPage(async () => {
       reject(new Error(`EventSource error after ${events} events`));
     };
   });
-  const t1 = performance.now();
-  return { events, ms: t1 - t0, lag: stopLag(), ...windowStats(t0, t1) };
+  return events;
 });

@@ -1,12 +1,9 @@
 // Contender: fetch + eventsource-parser, the practical limit on this machine.
 import { createParser } from 'eventsource-parser';
-import { getConfig, runPage, startLagProbe, windowStats } from './probe.js';
+import { runTimedRead } from './probe.js';
 import type { ThroughputConfig } from './throughput-types.js';
 
-runPage(async () => {
-  const config = await getConfig<ThroughputConfig>();
-  const stopLag = startLagProbe();
-  const t0 = performance.now();
+runTimedRead<ThroughputConfig>(async (config) => {
   let events = 0;
   let ended = false;
   const parser = createParser({
@@ -23,7 +20,6 @@ runPage(async () => {
     if (done) break;
     parser.feed(value);
   }
-  const t1 = performance.now();
   if (!ended) throw new Error(`stream closed after ${events} events without turn.end`);
-  return { events, ms: t1 - t0, lag: stopLag(), ...windowStats(t0, t1) };
+  return events;
 });

@@ -6,6 +6,7 @@
  */
 import type { Agent, AgentEvent } from '../../src/server/agent.js';
 import type { JsonValue } from '../../src/protocol/schemas.js';
+import { sleep } from '../../src/runtime/sleep.js';
 import { createPrng } from '../lib/prng.js';
 import type { TurnPlan } from './schedule.js';
 
@@ -29,18 +30,6 @@ const PERSONAS: JsonValue = [
   { name: 'Grace', role: 'product manager', quote: 'Ship it — carefully 🚢' },
 ];
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** Extra deltas a turn may add while it waits for its faults; bounds a turn whose faults cannot fire. */
 const MAX_FILLER = 1500;
 
@@ -57,7 +46,7 @@ export function soakAgent(hooks: SoakAgentHooks, options: { delayMs?: number } =
     const next = (): AgentEvent => ({ type: 'delta', text: prng.pick(WORDS) });
     for (let i = 0; i < plan.deltas; i++) {
       if (signal.aborted) return;
-      await pause(delayMs, signal);
+      await sleep(delayMs, signal);
       if (plan.action && i === Math.floor(plan.deltas / 2)) {
         const callId = `call_${index}`;
         yield { type: 'action', callId, name: 'propose_personas', status: 'started', input: { count: 2 } };
@@ -67,7 +56,7 @@ export function soakAgent(hooks: SoakAgentHooks, options: { delayMs?: number } =
     }
     for (let filler = 0; filler < MAX_FILLER && hooks.pending(index); filler++) {
       if (signal.aborted) return;
-      await pause(delayMs, signal);
+      await sleep(delayMs, signal);
       yield next();
     }
   };

@@ -4,12 +4,11 @@
  * is followed by the client (one network stream per turn across tabs), and the streams
  * handed to `useChat` replay each turn from its first chunk.
  */
-import type { ChatTransport, UIMessage, UIMessageChunk } from 'ai';
-import { asLifelineError } from '../errors.js';
-import type { MessageContent } from '../protocol/schemas.js';
-import type { LifelineClient, Turn, TurnSnapshot } from '../types.js';
+import type { ChatTransport, UIMessage } from 'ai';
+import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
 import { conversationMessages } from './messages.js';
+import { sendStream } from './send-stream.js';
 import { turnStream } from './turn-stream.js';
 
 export interface ChatTransportOptions {
@@ -38,6 +37,22 @@ export interface LifelineChatTransport extends ChatTransport<UIMessage> {
 const isLive = (turn: TurnSnapshot): boolean => !['complete', 'failed', 'cancelled'].includes(turn.status);
 
 /**
+ * The chat's turn ids in the server's order, oldest first; none when the list fails or takes
+ * longer than `timeoutMs` (the list still lands in the client when it comes).
+ */
+async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: number, report: (error: unknown) => void): Promise<string[]> {
+  let order: string[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const listed = client.recover(chatId).then(
+    (turns) => (order = turns.map((turn) => turn.id).reverse()),
+    report,
+  );
+  await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+  return order;
+}
+
+/**
  * Creates the transport. `chatId` is the conversation id.
  *
  * @example
@@ -51,7 +66,6 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
   const lookups = new Map<string, Promise<string | undefined>>();
 
   const turnsOf = (chatId: string): TurnSnapshot[] => client.turns.getSnapshot().filter((turn) => turn.conversationId === chatId);
-  const delivered = (chatId: string, turnId: string) => () => marks.set(chatId, turnId);
 
   /** The chat's newest turn not yet delivered to a finished stream here. */
   async function undelivered(chatId: string): Promise<string | undefined> {
@@ -60,62 +74,14 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
     return newest && marks.get(chatId) !== newest.id ? newest.id : undefined;
   }
 
-  function sendMessages({ chatId, messages, abortSignal }: Parameters<ChatTransport<UIMessage>['sendMessages']>[0]): Promise<ReadableStream<UIMessageChunk>> {
-    const message = messages.findLast((candidate) => candidate.role === 'user');
-    if (!message) return Promise.reject(new TypeError('sendMessages needs a user message.'));
-    // Only the new message is sent (the server keeps the conversation), as plain JSON.
-    const submission = client.conversation(chatId).send(JSON.parse(JSON.stringify(message)) as MessageContent);
-    let inner: ReadableStream<UIMessageChunk> | undefined;
-    let reader: ReadableStreamDefaultReader<UIMessageChunk> | undefined;
-    return Promise.resolve(
-      new ReadableStream<UIMessageChunk>({
-        async start(controller) {
-          const stop = new AbortController();
-          let closed = false;
-          const close = (last?: UIMessageChunk): void => {
-            if (closed) return;
-            closed = true;
-            abortSignal?.removeEventListener('abort', stopped);
-            if (last) controller.enqueue(last);
-            controller.close();
-          };
-          const stopped = (): void => {
-            // Never resumed: a reload finds this turn delivered.
-            const entry = submission.getSnapshot();
-            if (entry?.turnId) marks.set(chatId, entry.turnId);
-            // Still queued: withdrawn, never sent. On its way (or accepted): cancelled on the server.
-            if (entry?.state === 'queued' || entry?.state === 'failed') void client.outbox.discard(submission.operationId).catch(report);
-            else void submission.accepted.then((turn) => (marks.set(chatId, turn.id), turn.cancel())).catch(report);
-            stop.abort();
-            close({ type: 'abort' });
-            void reader?.cancel();
-          };
-          if (abortSignal?.aborted) return stopped();
-          abortSignal?.addEventListener('abort', stopped, { once: true });
-          let turn: Turn;
-          try {
-            turn = await submission.accepted;
-          } catch (cause) {
-            if (stop.signal.aborted) return;
-            // Refused for good (a 4xx, or too old): the only way this stream reports it.
-            return close({ type: 'error', errorText: asLifelineError(cause).message });
-          }
-          if (stop.signal.aborted) return;
-          inner = turnStream(turn, { signal: stop.signal, onFinished: delivered(chatId, turn.id) });
-          reader = inner.getReader();
-          for (let next = await reader.read(); !next.done && !closed; next = await reader.read()) controller.enqueue(next.value);
-          close();
-        },
-        cancel() {
-          void reader?.cancel();
-        },
-      }),
-    );
-  }
-
   return {
     resumeStreamIsReplay: true,
-    sendMessages,
+
+    sendMessages({ chatId, messages, abortSignal }) {
+      const message = messages.findLast((candidate) => candidate.role === 'user');
+      if (!message) return Promise.reject(new TypeError('sendMessages needs a user message.'));
+      return Promise.resolve(sendStream(client, chatId, message, { abortSignal, marks, report }));
+    },
 
     async reconnectToStream({ chatId, abortSignal }) {
       let lookup = lookups.get(chatId);
@@ -125,7 +91,7 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
       const turnId = await lookup;
       if (!turnId || abortSignal?.aborted) return null;
       // Its abort only detaches: useChat aborts a resume that another one replaces (StrictMode).
-      return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: delivered(chatId, turnId) });
+      return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: () => marks.set(chatId, turnId) });
     },
 
     async cancel(chatId) {
@@ -137,14 +103,7 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
     async loadMessages(chatId) {
       const conversation = client.conversation(chatId);
       await conversation.ready;
-      let order: string[] = [];
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const listed = client.recover(chatId).then(
-        (turns) => (order = turns.map((turn) => turn.id).reverse()),
-        report,
-      );
-      await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, options.listTimeoutMs ?? 3000)))]);
-      clearTimeout(timer);
+      const order = await listedOrder(client, chatId, options.listTimeoutMs ?? 3000, report);
       return conversationMessages(conversation.getSnapshot().items, order);
     },
   };

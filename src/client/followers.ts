@@ -36,6 +36,38 @@ export interface FollowerRegistry {
   dispose(): void;
 }
 
+interface TurnList {
+  readonly store: ExternalStore<readonly TurnSnapshot[]>;
+  /** A follower was added or removed, or its snapshot changed. */
+  changed(): void;
+  /** Drops a pending notification; none follows. */
+  cancel(): void;
+}
+
+/**
+ * `client.turns` over `followers`: the list is rebuilt lazily and notified at most once per
+ * `schedule` tick, because a burst of deltas changes a snapshot many times per frame.
+ */
+function createTurnList(followers: ReadonlyMap<string, TurnFollower>, schedule: FollowerDeps['schedule']): TurnList {
+  const listeners = createEmitter<void>();
+  let list: readonly TurnSnapshot[] | undefined;
+  const batcher = createBatcher(() => {
+    list = undefined;
+    listeners.emit();
+  }, schedule);
+  return {
+    store: {
+      getSnapshot: () =>
+        (list ??= Object.freeze(
+          [...followers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((follower) => follower.getSnapshot()),
+        )),
+      subscribe: listeners.subscribe,
+    },
+    changed: () => batcher.request(),
+    cancel: () => batcher.cancel(),
+  };
+}
+
 /**
  * `ready` resolves once stored turns are loaded (`client.ready`); `signal` aborts when the
  * client is disposed.
@@ -43,18 +75,13 @@ export interface FollowerRegistry {
 export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, ready: () => Promise<void>, signal: AbortSignal): FollowerRegistry {
   const { persistence } = deps;
   const followers = new Map<string, TurnFollower>();
-  const listeners = createEmitter<void>();
-  let list: readonly TurnSnapshot[] | undefined;
-  const batcher = createBatcher(() => {
-    list = undefined;
-    listeners.emit();
-  }, deps.schedule);
-  const followerDeps: FollowerDeps = { ...deps, onChange: () => batcher.request() };
+  const list = createTurnList(followers, deps.schedule);
+  const followerDeps: FollowerDeps = { ...deps, onChange: () => list.changed() };
 
   const create = (turnId: string): TurnFollower => {
     const follower = follow(turnId, followerDeps);
     followers.set(turnId, follower);
-    batcher.request();
+    list.changed();
     return follower;
   };
 
@@ -71,13 +98,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
 
   return {
     followers,
-    turns: {
-      getSnapshot: () =>
-        (list ??= Object.freeze(
-          [...followers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((follower) => follower.getSnapshot()),
-        )),
-      subscribe: listeners.subscribe,
-    },
+    turns: list.store,
     turn(turnId) {
       let follower = followers.get(turnId);
       if (!follower) void boot((follower = create(turnId)));
@@ -117,11 +138,11 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
         persistence.untrack(follower.id);
       }
       followers.clear();
-      batcher.request();
+      list.changed();
     },
     dispose() {
       for (const follower of followers.values()) follower.dispose();
-      batcher.cancel();
+      list.cancel();
     },
   };
 }

@@ -1,20 +1,14 @@
 import { sha256Hex } from '../protocol/integrity.js';
-import { actionEventSchema, partEventSchema, type JsonValue, type MessageContent, type TurnEndStatus } from '../protocol/schemas.js';
+import type { JsonValue, MessageContent, TurnEndStatus } from '../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
-import { isExpiredTurn, type NewTurnEvent, type StoredTurn, type TurnLog } from './turn-log.js';
+import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
+import { isExpiredTurn, type StoredTurn, type TurnLog } from './turn-log.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
 
 /** Receives failures the server handled but an operator should see. */
 export type ServerErrorReporter = (error: unknown, context: { phase: ServerErrorPhase; turnId?: string }) => void;
-
-/** Per-turn caps; a turn that would exceed one ends `failed` with code `turn_too_large`. */
-export interface ProducerLimits {
-  maxEventsPerTurn: number;
-  maxTextPerTurn: number;
-  maxEventSize: number;
-}
 
 /** Why a producer was stopped from outside. */
 export type StopReason = 'cancel' | 'shutdown';
@@ -30,15 +24,6 @@ export interface ProducerDeps {
 
 const ABORTED = Symbol('aborted');
 
-/** A failure that ends the turn `failed` with this error object on `turn.end`. */
-class TurnFailure extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
-
 /** The turn log failed while the agent was being read: not the agent's fault. */
 class StoreFailure extends Error {
   constructor(cause: unknown) {
@@ -53,51 +38,27 @@ function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
   });
 }
 
-/** JSON-escaped length is at most 6× the raw length; only long texts need the exact count. */
-function deltaDataSize(text: string, cap: number): number {
-  const overhead = 80;
-  return text.length * 6 + overhead <= cap ? text.length + overhead : JSON.stringify(text).length + overhead;
+/** What `#produce` logged, and the error for `turn.end` when the agent failed. */
+interface Produced extends LoggedSoFar {
+  failure?: JsonValue;
 }
 
-/** Validates what an untrusted agent yielded and turns it into a loggable event. */
-function toLogEvent(event: AgentEvent, limits: ProducerLimits): NewTurnEvent {
-  if (typeof event !== 'object' || event === null) throw new TurnFailure('invalid_agent_event', 'The agent yielded a non-object.');
-  if (event.type === 'delta') {
-    if (typeof event.text !== 'string') throw new TurnFailure('invalid_agent_event', 'A delta must carry a string `text`.');
-    if (deltaDataSize(event.text, limits.maxEventSize) > limits.maxEventSize) {
-      throw new TurnFailure('turn_too_large', `A delta exceeds the event size limit of ${limits.maxEventSize}.`);
-    }
-    return { type: 'delta', text: event.text };
+/** The `turn.end` status and error of a run: a stop from outside outranks how the agent ended. */
+function endOf(signal: AbortSignal, failure: JsonValue | undefined): { status: TurnEndStatus; error?: JsonValue } {
+  if (signal.aborted) {
+    return signal.reason === 'shutdown'
+      ? { status: 'failed', error: { code: 'server_shutdown', message: 'The server shut down while producing this turn.' } }
+      : { status: 'cancelled' };
   }
-  if (event.type === 'action') {
-    const action: NewTurnEvent = {
-      type: 'action',
-      callId: event.callId,
-      name: event.name,
-      status: event.status,
-      ...(event.input === undefined ? {} : { input: event.input }),
-      ...(event.output === undefined ? {} : { output: event.output }),
-      ...(event.error === undefined ? {} : { error: event.error }),
-    };
-    const checked = actionEventSchema.safeParse({ turnId: 'x', seq: 1, ...action });
-    if (!checked.success) {
-      const issue = checked.error.issues[0];
-      throw new TurnFailure('invalid_agent_event', `Invalid action event: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'bad shape'}.`);
-    }
-    if (JSON.stringify(action).length + 80 > limits.maxEventSize) {
-      throw new TurnFailure('turn_too_large', `An action exceeds the event size limit of ${limits.maxEventSize}.`);
-    }
-    return action;
+  return failure === undefined ? { status: 'complete' } : { status: 'failed', error: failure };
+}
+
+function stopIterator(iterator: AsyncIterator<AgentEvent> | undefined): void {
+  try {
+    iterator?.return?.().catch(() => undefined);
+  } catch {
+    // an iterator whose return() throws synchronously: nothing more to stop
   }
-  if (event.type === 'part') {
-    const checked = partEventSchema.safeParse({ turnId: 'x', seq: 1, type: 'part', part: event.part });
-    if (!checked.success) throw new TurnFailure('invalid_agent_event', 'A part must be a JSON object with a string `type`.');
-    if (JSON.stringify(event.part).length + 80 > limits.maxEventSize) {
-      throw new TurnFailure('turn_too_large', `A part exceeds the event size limit of ${limits.maxEventSize}.`);
-    }
-    return { type: 'part', part: checked.data.part };
-  }
-  throw new TurnFailure('invalid_agent_event', `Unknown agent event type ${JSON.stringify((event as { type?: unknown }).type)}.`);
 }
 
 /**
@@ -141,24 +102,8 @@ export class TurnProducer {
   }
 
   async #run(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<void> {
-    const { log, agent, limits, report } = this.#deps;
-    const { signal } = controller;
-    const parts: string[] = [];
-    let textLength = 0;
-    let logged = 0;
-    let status: TurnEndStatus = 'complete';
-    let error: JsonValue | undefined;
-
-    const poll = setInterval(() => {
-      log.isCancelRequested(turn.id).then(
-        (requested) => {
-          if (requested) controller.abort('cancel' satisfies StopReason);
-        },
-        (cause: unknown) => report(cause, { phase: 'store', turnId: turn.id }),
-      );
-    }, this.#deps.cancelPollMs);
-    (poll as { unref?: () => void }).unref?.();
-
+    const { log, report } = this.#deps;
+    const poll = this.#watchForCancel(turn.id, controller);
     try {
       await log.append(turn.id, {
         type: 'turn.start',
@@ -166,87 +111,14 @@ export class TurnProducer {
         conversationId: turn.conversationId,
         createdAt: turn.createdAt,
       });
-      logged = 1;
-      const aborted = abortPromise(signal);
-      let iterator: AsyncIterator<AgentEvent> | undefined;
-      try {
-        iterator = agent({
-          turnId: turn.id,
-          conversationId: turn.conversationId,
-          messageId: turn.messageId,
-          content,
-          principal: turn.principal,
-          signal,
-        })[Symbol.asyncIterator]();
-        for (;;) {
-          // Race the agent against abort: an agent stuck in an await must not delay a cancel.
-          const next = await Promise.race([iterator.next(), aborted]);
-          if (next === ABORTED) break;
-          if (next.done) break;
-          const event = toLogEvent(next.value, limits);
-          if (event.type === 'delta') {
-            if (textLength + event.text.length > limits.maxTextPerTurn) {
-              throw new TurnFailure('turn_too_large', `The turn's text exceeds the limit of ${limits.maxTextPerTurn} code units.`);
-            }
-          }
-          // One slot stays free for turn.end.
-          if (logged + 2 > limits.maxEventsPerTurn) {
-            throw new TurnFailure('turn_too_large', `The turn exceeds the limit of ${limits.maxEventsPerTurn} events.`);
-          }
-          if (signal.aborted) break;
-          try {
-            await log.append(turn.id, event);
-          } catch (cause) {
-            throw new StoreFailure(cause);
-          }
-          logged++;
-          if (event.type === 'delta') {
-            parts.push(event.text);
-            textLength += event.text.length;
-          }
-        }
-      } catch (cause) {
-        if (cause instanceof StoreFailure) {
-          // Stop the agent too: nothing it yields could be logged.
-          controller.abort('store');
-          throw cause;
-        }
-        if (!signal.aborted) {
-          status = 'failed';
-          if (cause instanceof TurnFailure) {
-            error = { code: cause.code, message: cause.message };
-            report(cause, { phase: 'agent', turnId: turn.id });
-          } else {
-            // The agent's own message may hold internals; clients get a stable code only.
-            error = { code: 'agent_failed', message: 'The agent failed while producing this turn.' };
-            report(cause, { phase: 'agent', turnId: turn.id });
-          }
-        }
-      } finally {
-        if (signal.aborted) {
-          // Whatever the agent is doing, it no longer feeds this turn.
-          try {
-            iterator?.return?.().catch(() => undefined);
-          } catch {
-            // an iterator whose return() throws synchronously: nothing more to stop
-          }
-        }
-      }
-      if (signal.aborted) {
-        if (signal.reason === 'shutdown') {
-          status = 'failed';
-          error = { code: 'server_shutdown', message: 'The server shut down while producing this turn.' };
-        } else {
-          status = 'cancelled';
-          error = undefined;
-        }
-      }
-      const textSha256 = await sha256Hex(parts.join(''));
+      const produced = await this.#produce(turn, content, controller);
+      const { status, error } = endOf(controller.signal, produced.failure);
+      const textSha256 = await sha256Hex(produced.texts.join(''));
       await log.append(turn.id, {
         type: 'turn.end',
         status,
         ...(error === undefined ? {} : { error }),
-        textLength,
+        textLength: produced.textLength,
         textSha256,
       });
     } catch (cause) {
@@ -256,6 +128,79 @@ export class TurnProducer {
       await this.#endAfterStoreFailure(turn.id);
     } finally {
       clearInterval(poll);
+    }
+  }
+
+  /** A cancel may be requested on another instance: only the log tells this one. */
+  #watchForCancel(turnId: string, controller: AbortController): ReturnType<typeof setInterval> {
+    const poll = setInterval(() => {
+      this.#deps.log.isCancelRequested(turnId).then(
+        (requested) => {
+          if (requested) controller.abort('cancel' satisfies StopReason);
+        },
+        (cause: unknown) => this.#deps.report(cause, { phase: 'store', turnId }),
+      );
+    }, this.#deps.cancelPollMs);
+    (poll as { unref?: () => void }).unref?.();
+    return poll;
+  }
+
+  /**
+   * Runs the agent until it returns, fails or is stopped, logging what it yields. Answers
+   * what reached the log and, when the agent failed, the error for `turn.end`; a failing
+   * log is thrown (as `StoreFailure`) for `#run` to handle.
+   */
+  async #produce(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<Produced> {
+    const { agent, report } = this.#deps;
+    const { signal } = controller;
+    const logged: LoggedSoFar = { events: 1, texts: [], textLength: 0 };
+    let iterator: AsyncIterator<AgentEvent> | undefined;
+    try {
+      iterator = agent({
+        turnId: turn.id,
+        conversationId: turn.conversationId,
+        messageId: turn.messageId,
+        content,
+        principal: turn.principal,
+        signal,
+      })[Symbol.asyncIterator]();
+      await this.#logAgentEvents(turn.id, iterator, signal, logged);
+    } catch (cause) {
+      if (cause instanceof StoreFailure) {
+        // Stop the agent too: nothing it yields could be logged.
+        controller.abort('store');
+        throw cause;
+      }
+      if (!signal.aborted) {
+        report(cause, { phase: 'agent', turnId: turn.id });
+        // The agent's own message may hold internals; clients get a stable code only.
+        const failure = cause instanceof TurnFailure ? { code: cause.code, message: cause.message } : { code: 'agent_failed', message: 'The agent failed while producing this turn.' };
+        return { ...logged, failure };
+      }
+    } finally {
+      // Whatever the agent is doing, it no longer feeds this turn.
+      if (signal.aborted) stopIterator(iterator);
+    }
+    return logged;
+  }
+
+  /** Pulls `iterator` and logs each event it yields, within the turn's caps, until it is done or `signal` aborts. */
+  async #logAgentEvents(turnId: string, iterator: AsyncIterator<AgentEvent>, signal: AbortSignal, logged: LoggedSoFar): Promise<void> {
+    const { log, limits } = this.#deps;
+    const aborted = abortPromise(signal);
+    for (;;) {
+      // Race the agent against abort: an agent stuck in an await must not delay a cancel.
+      const next = await Promise.race([iterator.next(), aborted]);
+      if (next === ABORTED || next.done) return;
+      const event = toLogEvent(next.value, limits);
+      checkTurnLimits(event, logged, limits);
+      if (signal.aborted) return;
+      try {
+        await log.append(turnId, event);
+      } catch (cause) {
+        throw new StoreFailure(cause);
+      }
+      countLogged(event, logged);
     }
   }
 

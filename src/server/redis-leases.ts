@@ -1,5 +1,5 @@
 import type { RedisContext } from './redis-context.js';
-import { RELEASE, RENEW, TOUCH_IDEMPOTENCY } from './redis-scripts.js';
+import { DELETE_IF_SAME, RENEW, TOUCH_IDEMPOTENCY } from './redis-scripts.js';
 
 /** What this instance knows about a turn it produces, to keep its keys alive. */
 interface OwnedTurn {
@@ -73,7 +73,7 @@ export class LeaseKeeper {
     const { connection, keys, owner, report } = this.#ctx;
     await Promise.all(
       owned.map((turnId) =>
-        connection.run(RELEASE, [keys.turn(turnId).lease], [owner]).catch((error: unknown) => report(error, { phase: 'store', turnId })),
+        connection.run(DELETE_IF_SAME, [keys.turn(turnId).lease], [owner]).catch((error: unknown) => report(error, { phase: 'store', turnId })),
       ),
     );
   }

@@ -130,12 +130,6 @@ redis.call('PEXPIRE', KEYS[5], ARGV[4])
 return 1
 `);
 
-/** KEYS: lease. ARGV: owner. */
-export const RELEASE = new Script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`);
-
 /** KEYS: turn. ARGV: the idempotency key as the log names it. Remembered so whoever ends the turn can shorten the key's life. */
 export const MARK_IDEMPOTENCY = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -151,7 +145,10 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false
 `);
 
-/** KEYS: idempotency key. ARGV: the record expected there. Deletes it only if it is still that record. */
+/**
+ * KEYS: a key. ARGV: the value expected there. Deletes the key only if it still holds that
+ * value: a lease released by its owner, an idempotency record nobody has replaced.
+ */
 export const DELETE_IF_SAME = new Script(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0

@@ -22,8 +22,9 @@ interface Rig {
 
 let rig: Rig | undefined;
 
-function createRig(): Rig {
-  const handler = createLifelineHandler({ agent: textAgent(TEXT, { chunk: 4, delayMs: 2 }), basePath: '/api' });
+/** A client whose fetch goes straight to a reference handler streaming {@link TEXT}; every request is recorded. */
+function createRig(pace: { chunk: number; delayMs: number } = { chunk: 4, delayMs: 2 }): Rig {
+  const handler = createLifelineHandler({ agent: textAgent(TEXT, pace), basePath: '/api' });
   const requests: string[] = [];
   const client = createLifeline({
     baseUrl: 'http://lifeline.test/api',
@@ -96,18 +97,7 @@ describe('hooks over the real client', () => {
   });
 
   it('useTurn counts its views: unmounting one keeps the turn streaming for the other, on the same stream', async () => {
-    const handler = createLifelineHandler({ agent: textAgent(TEXT, { chunk: 2, delayMs: 15 }), basePath: '/api' });
-    const requests: string[] = [];
-    const client = createLifeline({
-      baseUrl: 'http://lifeline.test/api',
-      storage: 'memory',
-      fetch: async (input, init) => {
-        const request = new Request(input, init);
-        requests.push(`${request.method} ${new URL(request.url).pathname}`);
-        return handler(request);
-      },
-    });
-    rig = { client, handler, requests };
+    const { client, handler, requests } = createRig({ chunk: 2, delayMs: 15 });
     const turnId = await submit(handler, 'views');
     const views = (count: number) => (
       <StrictMode>

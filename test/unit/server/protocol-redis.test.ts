@@ -11,7 +11,7 @@ import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
-import { defineProtocolSuite } from './protocol-suite.js';
+import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 
 let redis: RedisServer;
 let logs = 0;
@@ -30,23 +30,13 @@ function redisLog(options: { now?: () => number; retentionMs?: number } = {}): T
   return createRedisTurnLog({ url: redis.url, keyPrefix: `protocol${logs}:`, ...options });
 }
 
-defineProtocolSuite(
-  'redis turn log',
-  async ({ now }) => {
-    const log = redisLog({ now });
-    return { log, cleanup: () => log.close() };
-  },
-  { retention: false },
-);
-
-defineBoundsSuite(
-  'redis turn log',
-  async ({ now }) => {
-    const log = redisLog({ now });
-    return { log, cleanup: () => log.close() };
-  },
-  { retention: false },
-);
+// Retention runs on Redis's own clock below: the suites' fake clock does not move Redis TTLs.
+const makeLog: MakeProtocolLog = async ({ now }) => {
+  const log = redisLog({ now });
+  return { log, cleanup: () => log.close() };
+};
+defineProtocolSuite('redis turn log', makeLog, { retention: false });
+defineBoundsSuite('redis turn log', makeLog, { retention: false });
 
 describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
   const cleanups: (() => Promise<void>)[] = [];

@@ -1,0 +1,69 @@
+/**
+ * The stream `sendMessages` answers: the user's message goes through the durable outbox,
+ * then the turn it starts streams from its first chunk. `useChat`'s abort (its Stop button)
+ * withdraws a message still queued, or cancels its turn on the server; either way the stream
+ * ends with an `abort` chunk and the chat is marked delivered, so a reload does not resume it.
+ */
+import type { UIMessage, UIMessageChunk } from 'ai';
+import { asLifelineError } from '../errors.js';
+import type { MessageContent } from '../protocol/schemas.js';
+import type { LifelineClient, Turn } from '../types.js';
+import type { DeliveredMarks } from './delivered.js';
+import { turnStream } from './turn-stream.js';
+
+export interface SendStreamOptions {
+  abortSignal: AbortSignal | undefined;
+  marks: DeliveredMarks;
+  /** Failures the stream cannot carry (a withdrawal or cancel that failed). */
+  report: (error: unknown) => void;
+}
+
+/** Sends `message` in `chatId` now and answers the stream of the turn it starts. */
+export function sendStream(client: LifelineClient, chatId: string, message: UIMessage, { abortSignal, marks, report }: SendStreamOptions): ReadableStream<UIMessageChunk> {
+  // Only the new message is sent (the server keeps the conversation), as plain JSON.
+  const submission = client.conversation(chatId).send(JSON.parse(JSON.stringify(message)) as MessageContent);
+  let inner: ReadableStream<UIMessageChunk> | undefined;
+  let reader: ReadableStreamDefaultReader<UIMessageChunk> | undefined;
+  return new ReadableStream<UIMessageChunk>({
+    async start(controller) {
+      const stop = new AbortController();
+      let closed = false;
+      const close = (last?: UIMessageChunk): void => {
+        if (closed) return;
+        closed = true;
+        abortSignal?.removeEventListener('abort', stopped);
+        if (last) controller.enqueue(last);
+        controller.close();
+      };
+      const stopped = (): void => {
+        // Never resumed: a reload finds this turn delivered.
+        const entry = submission.getSnapshot();
+        if (entry?.turnId) marks.set(chatId, entry.turnId);
+        // Still queued: withdrawn, never sent. On its way (or accepted): cancelled on the server.
+        if (entry?.state === 'queued' || entry?.state === 'failed') void client.outbox.discard(submission.operationId).catch(report);
+        else void submission.accepted.then((turn) => (marks.set(chatId, turn.id), turn.cancel())).catch(report);
+        stop.abort();
+        close({ type: 'abort' });
+        void reader?.cancel();
+      };
+      if (abortSignal?.aborted) return stopped();
+      abortSignal?.addEventListener('abort', stopped, { once: true });
+      let turn: Turn;
+      try {
+        turn = await submission.accepted;
+      } catch (cause) {
+        if (stop.signal.aborted) return;
+        // Refused for good (a 4xx, or too old): the only way this stream reports it.
+        return close({ type: 'error', errorText: asLifelineError(cause).message });
+      }
+      if (stop.signal.aborted) return;
+      inner = turnStream(turn, { signal: stop.signal, onFinished: () => marks.set(chatId, turn.id) });
+      reader = inner.getReader();
+      for (let next = await reader.read(); !next.done && !closed; next = await reader.read()) controller.enqueue(next.value);
+      close();
+    },
+    cancel() {
+      void reader?.cancel();
+    },
+  });
+}
