@@ -64,16 +64,11 @@ function followerDeps(options: LifelineOptions, emit: (diagnostic: Diagnostic) =
 
 /** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
 function openOutbox(options: LifelineOptions, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
-  const { baseUrl, fetch, headers, namespace, network, persistence, emit } = deps;
+  const { emit } = deps;
   return createOutbox({
-    storage: persistence.outbox,
-    baseUrl,
-    fetch,
-    headers,
-    ...(options.retry && { retry: options.retry }),
+    ...deps,
     ...options.outbox,
-    namespace,
-    network,
+    storage: deps.persistence.outbox,
     // Online/offline is reported once, by the page signals.
     emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
     onAccepted,
