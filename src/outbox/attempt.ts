@@ -52,7 +52,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     }
     const { error, disposition, retryAfterMs } = result.failure;
     const retry = disposition === 'retry';
-    const delayMs = retryDelay(policy, current.attempts, context.random, retryAfterMs);
+    const delayMs = retryDelay(policy, current.attempts, context.random(), retryAfterMs);
     // No retry is scheduled past the entry's age limit: it fails now instead.
     if (retry && time + delayMs < current.createdAt + context.maxAgeMs) {
       emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });
