@@ -37,11 +37,9 @@ function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChanne
 function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
   const { storage, leaseTtlMs = 1e4, now } = deps;
   return {
-    http: deps,
-    policy: deps.retry,
+    ...deps,
     timeoutMs: deps.timeoutMs ?? 15e3,
     maxAgeMs: deps.maxAgeMs ?? 864e5,
-    random: deps.random,
     leadership: { signal, locks: deps.locks, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, now } },
   };
 }
