@@ -101,8 +101,10 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     },
     discard: async (operationId) => (ledger.find(operationId)?.state === 'accepted' ? undefined : ledger.drop(operationId)),
     start: () =>
-      (started ??= journal.adopt(storage, (entry) => ledger.queue(() => storage.putOutbox(entry), null), trouble).then(ledger.reload).then((skipped) => {
+      (started ??= ledger.reload().then(async (skipped) => {
         for (const error of skipped) emit({ type: 'storage-error', error });
+        // What a page journaled but did not get stored; an entry storage holds may have moved on since: left as stored.
+        await journal.adopt(async (entry) => (ledger.find(entry.operationId) ? undefined : ledger.save(entry)), trouble);
         const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
         if (count) emit({ type: 'outbox-replay', count });
       })),
