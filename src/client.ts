@@ -64,15 +64,7 @@ function followerDeps(options: LifelineOptions, emit: (diagnostic: Diagnostic) =
 
 /** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
 function openOutbox(options: LifelineOptions, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
-  const { emit } = deps;
-  return createOutbox({
-    ...deps,
-    ...options.outbox,
-    storage: deps.persistence.outbox,
-    // Online/offline is reported once, by the page signals.
-    emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
-    onAccepted,
-  });
+  return createOutbox({ ...deps, ...options.outbox, storage: deps.persistence.outbox, onAccepted });
 }
 
 /**
