@@ -2,7 +2,7 @@
 /**
  * Size budgets of the published entry points, measured the way a user's bundler sees
  * them: esbuild bundles the BUILT file from `dist/` with its runtime dependencies
- * (@microsoft/fetch-event-source and nanoid ship inside the client), minifies, and
+ * (@microsoft/fetch-event-source, idb, nanoid ship inside the client), minifies, and
  * gzip (level 9) compresses it. Budgets are in kB of 1024 bytes.
  *
  * `node scripts/size.mjs` prints the table and exits 1 when a budget is exceeded (part

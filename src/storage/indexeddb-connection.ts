@@ -2,11 +2,10 @@
  * The IndexedDB store's connection and transactions: opened lazily (with a timeout, so a
  * blocked upgrade settles), dropped and reopened when the browser or a newer tab takes it
  * away, and one helper that runs a transaction to its durable end with typed failures.
- * IndexedDB's requests become promises through {@link result}: the store awaits only what
- * it reads, and the transaction's end says whether everything it wrote committed.
  */
+import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.js';
-import { SCHEMA_VERSION, upgradeDatabase, type StoreName } from './schema.js';
+import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
 
 /** Options of {@link createIndexedDbStore}. */
 export interface IndexedDbStoreOptions {
@@ -24,39 +23,26 @@ export interface IndexedDbStoreOptions {
   /**
    * The `IDBFactory` to open with. Default `globalThis.indexedDB`. Meant for tests
    * (`new IDBFactory()` from fake-indexeddb per test); the IndexedDB classes of the same
-   * implementation must be the globals (`fake-indexeddb/auto`): key ranges are built with
-   * the global `IDBKeyRange`.
+   * implementation must be the globals (`fake-indexeddb/auto`), as idb checks them.
    */
   indexedDB?: IDBFactory;
 }
 
-/** The result of an IndexedDB request (rejects with its error). `T`: what the caller expects to read back, unchecked. */
-export function result<T>(request: IDBRequest): Promise<T> {
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result as T);
-    request.onerror = () => reject(request.error);
-  });
-}
-
-/** Resolves once `tx` committed, rejects once it aborted: a quota abort can let every request succeed and fail only here. */
-function committed(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onabort = tx.onerror = () => reject(tx.error ?? new DOMException('The transaction was aborted.', 'AbortError'));
-  });
-}
+export type Names = StoreNames<LifelineDbSchema>;
+export type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<LifelineDbSchema, N, M>;
 
 /**
- * Runs `body` in one transaction and resolves once the transaction committed: durable.
- * `body` may await only requests of `tx`. On failure the transaction is aborted, so
- * nothing half-written commits. A connection found closed is dropped and the call
- * retried once on a fresh one: the lost transaction committed nothing.
+ * Runs `body` in one transaction and resolves once the transaction is done: a quota
+ * abort can resolve every request and reject only `tx.done`. `body` may await only
+ * requests of `tx`. On failure the transaction is aborted, so nothing half-written
+ * commits. A connection found closed is dropped and the call retried once on a fresh
+ * one: the lost transaction committed nothing.
  */
-export type Run = <R>(names: StoreName[], mode: IDBTransactionMode, body: (tx: IDBTransaction) => R | Promise<R>) => Promise<R>;
+export type Run = <const N extends Names[], M extends IDBTransactionMode, R>(names: N, mode: M, body: (tx: Tx<N, M>) => Promise<R>) => Promise<R>;
 
 export interface Connection {
   /** Opens the database (or answers the connection being opened). */
-  connect(): Promise<IDBDatabase>;
+  connect(): Promise<LifelineDb>;
   run: Run;
   /** Lets go of the database (so it blocks no other tab); a later call opens a new connection. */
   close(): void;
@@ -65,18 +51,18 @@ export interface Connection {
 /** The connection to `databaseName`; `trouble` hears of a connection lost outside any call. */
 export function createConnection(databaseName: string, options: IndexedDbStoreOptions, trouble: (error: StorageError) => void): Connection {
   /** The connection being opened or open; undefined until first use and after it was lost. */
-  let connection: Promise<IDBDatabase> | undefined;
+  let connection: Promise<LifelineDb> | undefined;
 
   /** Closes `db` and forgets it (if still current), so the next call opens a fresh one; reports why when told. */
-  const drop = (opening: Promise<IDBDatabase>, db: IDBDatabase, why?: string): void => {
+  const drop = (opening: Promise<LifelineDb>, db: LifelineDb, why?: string): void => {
     db.close();
     if (connection == opening) connection = undefined;
     if (why) trouble(new StorageError('storage_closed', why));
   };
 
-  const connect = (): Promise<IDBDatabase> => {
+  const connect = (): Promise<LifelineDb> => {
     if (connection) return connection;
-    const opening: Promise<IDBDatabase> = openDatabase(databaseName, options).then((db) => {
+    const opening: Promise<LifelineDb> = openDatabase(databaseName, options).then((db) => {
       // A newer tab wants to upgrade or delete the database: let it. Either way the next call reopens.
       db.onversionchange = () => drop(opening, db, 'Another tab upgraded or deleted the database.');
       db.onclose = () => drop(opening, db, 'The browser closed the database.');
@@ -86,24 +72,22 @@ export function createConnection(databaseName: string, options: IndexedDbStoreOp
     return (connection = opening);
   };
 
-  const run = async <R>(names: StoreName[], mode: IDBTransactionMode, body: (tx: IDBTransaction) => R | Promise<R>, again = true): Promise<R> => {
+  const run = async <const N extends Names[], M extends IDBTransactionMode, R>(names: N, mode: M, body: (tx: Tx<N, M>) => Promise<R>, again = true): Promise<R> => {
     const opening = connect();
     const db = await opening;
-    let tx: IDBTransaction | undefined;
-    let done: Promise<void> | undefined;
+    let tx: Tx<N, M> | undefined;
     try {
       tx = db.transaction(names, mode);
-      done = committed(tx);
-      const value = await body(tx);
-      await done;
-      return value;
+      const result = await body(tx);
+      await tx.done;
+      return result;
     } catch (cause) {
       try {
         tx?.abort();
       } catch {
         // Already aborted or finished.
       }
-      await done?.catch(() => undefined);
+      await tx?.done.catch(() => undefined);
       // The transaction's own error (quota, disk) says more than a request's AbortError.
       const failure = (tx?.error ?? cause) as Error;
       // InvalidStateError: the connection is closing. AbortError: aborted without a cause of its own (a forced close).
@@ -134,18 +118,18 @@ export function createConnection(databaseName: string, options: IndexedDbStoreOp
 }
 
 /**
- * Opens `lifeline:<namespace>` through the configured factory, with a timeout: a
- * `blocked` upgrade (an older tab that does not let go) must settle, as
- * `storage_blocked`, not hang.
+ * Opens `lifeline:<namespace>` through the configured factory (idb's `openDB` always uses
+ * the global one), with a timeout: a `blocked` upgrade (an older tab that does not let
+ * go) must settle, as `storage_blocked`, not hang.
  */
-async function openDatabase(name: string, options: IndexedDbStoreOptions): Promise<IDBDatabase> {
+async function openDatabase(name: string, options: IndexedDbStoreOptions): Promise<LifelineDb> {
   let blocked: IDBVersionChangeEvent | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const request = (options.indexedDB ?? indexedDB).open(name, SCHEMA_VERSION);
-    request.onupgradeneeded = (event) => upgradeDatabase(request.result, event.oldVersion);
+    request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion);
     request.onblocked = (event) => (blocked = event);
-    const opening = result<IDBDatabase>(request);
+    const opening = wrap(request) as Promise<LifelineDb>;
     return await Promise.race([
       opening,
       new Promise<never>((_, reject) => {

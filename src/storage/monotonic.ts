@@ -11,7 +11,7 @@ import { chunkSchema, corruptRecord } from './records.js';
 import type { EventChunk, LoadedTurn, TurnRecord } from './store.js';
 
 /** What is stored under a key, as read back (unchecked). */
-export type Stored<T> = Partial<T> | undefined;
+type Stored<T> = Partial<T> | undefined;
 
 /**
  * The row a write stores over `stored`, or `undefined` when the write is dropped (not an

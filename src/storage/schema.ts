@@ -2,7 +2,8 @@
  * Layout of a Lifeline IndexedDB database and its migrations. One database per
  * namespace, named `lifeline:<namespace>`.
  */
-import type { EventChunk, OutboxRecord, TurnRecord } from './store.js';
+import type { DBSchema, IDBPDatabase } from 'idb';
+import type { EventChunk, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
 
 /** One cross-tab lease (object store `leases`, key `name`). */
 export interface LeaseRecord {
@@ -13,21 +14,27 @@ export interface LeaseRecord {
 }
 
 /**
- * The object stores and what this version writes in each. What comes back is validated
- * again (`records.ts`): another version, an extension or a disk error may have put
- * something else there. Indexes: `turns` by `conversationId` (`by-conversation`), by
- * `status` (`by-status`) and by `endedAt` (`by-ended`, sparse: only ended rows carry it,
- * so the sweep reads keys of old ended rows only); `outbox` by `order` (`by-order`).
+ * The typed schema idb checks every call against. Values are what this version writes;
+ * what comes back is validated again (`records.ts`): another version, an extension or a
+ * disk error may have put something else there.
  */
-export interface StoredValues {
-  turns: TurnRecord;
-  chunks: EventChunk;
-  outbox: OutboxRecord;
-  leases: LeaseRecord;
+export interface LifelineDbSchema extends DBSchema {
+  turns: {
+    key: string;
+    value: TurnRecord;
+    indexes: {
+      'by-conversation': string;
+      'by-status': TurnStatus;
+      /** Sparse: only ended rows carry `endedAt`, so the sweep reads keys of old ended rows only. */
+      'by-ended': number;
+    };
+  };
+  chunks: { key: [turnId: string, firstSeq: number]; value: EventChunk };
+  outbox: { key: string; value: OutboxRecord; indexes: { 'by-order': number } };
+  leases: { key: string; value: LeaseRecord };
 }
 
-/** The name of an object store. */
-export type StoreName = keyof StoredValues;
+export type LifelineDb = IDBPDatabase<LifelineDbSchema>;
 
 /** Version this build opens; a newer tab's higher version makes this one fail to open (VersionError). */
 export const SCHEMA_VERSION = 1;
@@ -38,7 +45,7 @@ export const SCHEMA_VERSION = 1;
  * on. Shipped blocks never change; a new layout is a new `if (oldVersion < n)` block at the
  * end, and a bump of {@link SCHEMA_VERSION}.
  */
-export function upgradeDatabase(db: IDBDatabase, oldVersion: number): void {
+export function upgradeDatabase(db: LifelineDb, oldVersion: number): void {
   // v1: turns, their event chunks, the outbox and the lease table.
   if (oldVersion < 1) {
     const turns = db.createObjectStore('turns', { keyPath: 'id' });

@@ -70,7 +70,7 @@ export interface LoadResult<T> {
 }
 
 /**
- * Persistence used by the client. Implementations: `createIndexedDbStore` and
+ * Persistence used by the client. Implementations: `createIndexedDbStore` (idb) and
  * `createMemoryStore`. Every write is one transaction and resolves only once it is
  * durable (`tx.done`); every failure rejects with a {@link StorageError}. Tabs share the
  * store, so writes only move a turn forward, decided inside their transaction
