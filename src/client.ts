@@ -2,10 +2,11 @@
  * `createLifeline()`: wires the pure core, the transport and storage into the client
  * the app holds. Importing this module touches no browser global; everything
  * platform-specific is looked up when a client is created or used. Its parts live in
- * client/: the followed turns (followers.ts), conversation views, page signals,
- * notification frames and the diagnostics channel.
+ * client/: the followed turns (followers.ts), conversation views, page signals and
+ * notification frames.
  */
 import { resolveRetryPolicy } from './core/backoff.js';
+import { createEmitter } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { assertId, type SubmitAnswer } from './protocol/schemas.js';
 import { createIndexedDbStore } from './storage/indexeddb-store.js';
@@ -19,7 +20,6 @@ import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
 import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn } from './types.js';
 import { createConversationView } from './client/conversation-view.js';
-import { createDiagnosticsHub } from './client/diagnostics.js';
 import { createFollowerRegistry, type FollowerRegistry } from './client/followers.js';
 import { notificationScheduler } from './client/frames.js';
 import { listenToPage } from './client/page-signals.js';
@@ -64,20 +64,7 @@ function followerDeps(options: LifelineOptions, emit: (diagnostic: Diagnostic) =
 
 /** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
 function openOutbox(options: LifelineOptions, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
-  const { baseUrl, fetch, headers, namespace, network, persistence, emit } = deps;
-  return createOutbox({
-    storage: persistence.outbox,
-    baseUrl,
-    fetch,
-    headers,
-    ...(options.retry && { retry: options.retry }),
-    ...options.outbox,
-    namespace,
-    network,
-    // Online/offline is reported once, by the page signals.
-    emit: (diagnostic) => diagnostic.type === 'network' || emit(diagnostic),
-    onAccepted,
-  });
+  return createOutbox({ ...deps, ...options.outbox, storage: deps.persistence.outbox, onAccepted });
 }
 
 /**
@@ -112,7 +99,9 @@ async function start(recover: (conversationId: string) => Promise<unknown>, { pe
  */
 export function createLifeline(options: LifelineOptions): LifelineClient {
   assertOptions(options);
-  const diagnostics = createDiagnosticsHub(options.onDiagnostic);
+  // The diagnostics channel; the app's `onDiagnostic` is one more listener (a throw is reported, like any listener's).
+  const diagnostics = createEmitter<Diagnostic>();
+  if (options.onDiagnostic) diagnostics.subscribe(options.onDiagnostic);
   const persistence = openPersistence(options, diagnostics.emit);
   const deps = followerDeps(options, diagnostics.emit, persistence);
   /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners and cancels sleeps. */

@@ -85,15 +85,18 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     return follower;
   };
 
-  /** Starts a follower once stored turns are loaded, from what storage holds of it. */
-  const boot = async (follower: TurnFollower): Promise<void> => {
+  /**
+   * Starts a follower once stored turns are loaded, from what storage holds of it;
+   * `replayFirst` as {@link TurnFollower.start}, whose promise this answers.
+   */
+  const boot = async (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
     await ready();
     if (signal.aborted || followers.get(follower.id) !== follower) return;
     // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
     const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
     const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
     if (stored && empty()) follower.restore(stored);
-    void follower.start();
+    return follower.start(replayFirst);
   };
 
   return {
@@ -127,9 +130,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
       if (held) return held.replayAlongside();
       const follower = create(turn.id);
       follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId });
-      const stored = await persistence.loadTurn(turn.id);
-      if (stored) follower.restore(stored);
-      await follower.start(true);
+      await boot(follower, true);
     },
     clear() {
       for (const follower of followers.values()) {

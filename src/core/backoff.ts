@@ -1,6 +1,6 @@
 /**
- * Retry timing: capped exponential backoff with full jitter. Pure apart from the
- * injected `random` and `now`, so its envelope can be property-tested.
+ * Retry timing: capped exponential backoff with full jitter. Pure (`random` and `now` are
+ * passed in), so its envelope can be property-tested.
  */
 import { LifelineError } from '../errors.js';
 
@@ -53,38 +53,17 @@ export interface RetryHint {
   retryAfterMs?: number | undefined;
 }
 
-/** One retry loop's state. */
-export interface Backoff {
-  /**
-   * Counts a failure and answers the delay before the next attempt, or `undefined`
-   * when waiting it would pass `maxElapsedMs` since the first failure (give up).
-   */
-  next(hint?: RetryHint): number | undefined;
-  /** Progress was made: the next failure starts a fresh loop. */
-  reset(): void;
-  /** Failures since the last reset. */
-  readonly attempt: number;
+/** A wait uniform in [0, `capMs`) (full jitter), or the server's `Retry-After` (up to `maxRetryAfterMs`) when that is longer. */
+function jittered(policy: RetryPolicy, capMs: number, random: number, retryAfterMs = 0): number {
+  return Math.max(Math.floor(random * capMs), Math.min(retryAfterMs, policy.maxRetryAfterMs));
 }
 
-/** Injectable sources of randomness and time. */
-export interface BackoffClock {
-  /** Uniform in [0, 1). Default `Math.random`. */
-  random?: () => number;
-  /** Epoch ms. Default `Date.now`. */
-  now?: () => number;
+/** The wait before exponential step `step` (1-based), whose cap is min(maxDelayMs, initialDelayMs × factor^(step − 1)). */
+export function retryDelay(policy: RetryPolicy, step: number, random: number, retryAfterMs?: number): number {
+  return jittered(policy, Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)), random, retryAfterMs);
 }
 
-/** The delay of exponential step `step` (1-based) with full jitter: uniform in [0, min(maxDelayMs, initialDelayMs × factor^(step − 1))). */
-export function jitteredDelay(policy: RetryPolicy, step: number, random: () => number): number {
-  return Math.floor(random() * Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)));
-}
-
-/** The wait before retry step `step`: its jittered delay, or the server's `Retry-After` (up to `maxRetryAfterMs`) when that is longer. */
-export function retryDelay(policy: RetryPolicy, step: number, random: () => number, retryAfterMs = 0): number {
-  return Math.max(jitteredDelay(policy, step, random), Math.min(retryAfterMs, policy.maxRetryAfterMs));
-}
-
-/** A retry loop's state as plain data (the follower's machine holds it in its own state). */
+/** A retry loop's state as plain data (the follower's machine and `recover()`'s list hold it). */
 export interface BackoffState {
   /** Failures since the last progress. */
   readonly attempt: number;
@@ -105,7 +84,7 @@ export const FRESH_BACKOFF: BackoffState = { attempt: 0, step: 0, startedAt: 0 }
 export function backoffStep(
   policy: RetryPolicy,
   state: BackoffState,
-  { afterHealthy, retryAfterMs = 0 }: RetryHint,
+  { afterHealthy, retryAfterMs }: RetryHint,
   now: number,
   random: number,
 ): { state: BackoffState; delay: number | undefined } {
@@ -113,28 +92,8 @@ export function backoffStep(
   const startedAt = attempt === 1 ? now : state.startedAt;
   const healthyBlip = attempt === 1 && afterHealthy;
   const step = healthyBlip ? state.step : state.step + 1;
-  const delay = healthyBlip
-    ? Math.max(Math.floor(random * policy.firstRetryJitterMs), Math.min(retryAfterMs, policy.maxRetryAfterMs))
-    : retryDelay(policy, step, () => random, retryAfterMs);
+  const delay = healthyBlip ? jittered(policy, policy.firstRetryJitterMs, random, retryAfterMs) : retryDelay(policy, step, random, retryAfterMs);
   return { state: { attempt, step, startedAt }, delay: now + delay - startedAt > policy.maxElapsedMs ? undefined : delay };
-}
-
-/** Creates a retry loop following `policy` (the stateful form of {@link backoffStep}). */
-export function createBackoff(policy: RetryPolicy, { random = Math.random, now = Date.now }: BackoffClock = {}): Backoff {
-  let state = FRESH_BACKOFF;
-  return {
-    get attempt() {
-      return state.attempt;
-    },
-    reset() {
-      state = FRESH_BACKOFF;
-    },
-    next(hint = {}) {
-      const result = backoffStep(policy, state, hint, now(), random());
-      state = result.state;
-      return result.delay;
-    },
-  };
 }
 
 /**

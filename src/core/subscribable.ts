@@ -12,7 +12,7 @@ export interface Emitter<T> {
 }
 
 /** Reports a listener's error without throwing into the emitter. */
-export function reportListenerError(error: unknown): void {
+function reportListenerError(error: unknown): void {
   (globalThis.reportError ?? console.error)(error);
 }
 

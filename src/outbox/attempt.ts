@@ -12,12 +12,12 @@ import type { Ledger } from './ledger.js';
 import { submit } from './submit.js';
 import type { Emit } from './types.js';
 
-export interface AttemptContext {
+/** What an attempt needs: the client's request plumbing and the outbox's settings and parts. */
+export interface AttemptContext extends HttpContext {
   ledger: Ledger;
   /** Requests in flight, by operation id; an entry forgotten meanwhile aborts its own. */
   busy: Map<string, AbortController>;
-  http: HttpContext;
-  policy: RetryPolicy;
+  retry: RetryPolicy;
   timeoutMs: number;
   maxAgeMs: number;
   random: () => number;
@@ -32,7 +32,7 @@ export function fail({ ledger, emit }: Pick<AttemptContext, 'ledger' | 'emit'>, 
 
 /** Posts `entry` once and saves what came of it; resolves once decided (or abandoned: the entry was forgotten). */
 export async function attempt(context: AttemptContext, entry: OutboxRecord): Promise<void> {
-  const { ledger, busy, http, policy, emit } = context;
+  const { ledger, busy, emit } = context;
   const { operationId } = entry;
   const abort = new AbortController();
   busy.set(operationId, abort);
@@ -41,10 +41,10 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     await ledger.save(current);
     if (abort.signal.aborted) return;
     emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
-    const result = await submit(http, current, abort.signal, context.timeoutMs);
+    const result = await submit(context, current, abort.signal, context.timeoutMs);
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
-    const time = http.now();
+    const time = context.now();
     if (result.ok) {
       emit({ type: 'accepted', operationId, turnId: result.answer.turnId, replayed: result.replayed });
       void ledger.save(accepted(current, result.answer, time));
@@ -52,7 +52,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     }
     const { error, disposition, retryAfterMs } = result.failure;
     const retry = disposition === 'retry';
-    const delayMs = retryDelay(policy, current.attempts, context.random, retryAfterMs);
+    const delayMs = retryDelay(context.retry, current.attempts, context.random(), retryAfterMs);
     // No retry is scheduled past the entry's age limit: it fails now instead.
     if (retry && time + delayMs < current.createdAt + context.maxAgeMs) {
       emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });

@@ -10,7 +10,6 @@
 import { StorageError } from '../errors.js';
 import { outboxRecordSchema } from '../storage/records.js';
 import type { OutboxRecord } from '../storage/store.js';
-import type { OutboxStorage } from './types.js';
 
 /** The part of `Storage` the journal uses. */
 export type JournalStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'>;
@@ -23,12 +22,11 @@ export interface Journal {
   /** Removes every copy of this namespace, other tabs' in-flight ones too (logout). */
   clear(): void;
   /**
-   * Moves into `storage` the copies a page journaled but did not get written. One already
-   * stored is left as stored: it may have moved on since. A copy is removed only once
-   * storage holds its entry, so a reload during this loses nothing either.
-   * `put` is the outbox's ordered write (resolves with its error, if any).
+   * Hands `put` every copy a page journaled, to store those storage does not hold yet. A
+   * copy is removed only once `put` answers without an error (a reload during this loses
+   * nothing either); a corrupt one is reported and removed.
    */
-  adopt(storage: OutboxStorage, put: (entry: OutboxRecord) => Promise<StorageError | void>, report: (error: unknown) => void): Promise<void>;
+  adopt(put: (entry: OutboxRecord) => Promise<StorageError | void>, report: (error: StorageError) => void): Promise<void>;
 }
 
 /** `localStorage`, where the page may use it (reading it throws where cookies are blocked). */
@@ -81,16 +79,12 @@ export function createJournal(storage: JournalStorage | undefined, prefix: strin
     },
     remove: (operationId) => removeKey(`${prefix}:${operationId}`),
     clear: () => copies().forEach(([key]) => removeKey(key)),
-    async adopt(target, put, report) {
-      const found = copies();
-      if (!found.length) return;
-      const { items } = await target.loadOutbox().catch((error: unknown) => (report(error), { items: [] }));
-      const stored = new Set(items.map((entry) => entry.operationId));
-      for (const [key, value] of found) {
+    async adopt(put, report) {
+      for (const [key, value] of copies()) {
         const parsed = outboxRecordSchema.safeParse(value);
         if (!parsed.success) report(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
         // Kept when the write failed: the next start tries again.
-        else if (!stored.has(parsed.data.operationId) && (await put(parsed.data as OutboxRecord))) continue;
+        else if (await put(parsed.data as OutboxRecord)) continue;
         removeKey(key);
       }
     },

@@ -41,8 +41,6 @@ export interface Ledger {
   find(operationId: string): OutboxRecord | undefined;
   /** The one state-write path: memory at once, then storage. Resolves with the storage error, if any. */
   save(entry: OutboxRecord): Promise<StorageError | void>;
-  /** Runs a storage write after this tab's earlier ones, then notifies. Resolves with the error, if any. */
-  queue(write: () => Promise<void>, notice: string | null): Promise<StorageError | void>;
   /** Forgets an entry here for good (discarded, deleted elsewhere, cleared), aborting its request. */
   forget(operationId: string): void;
   /** Forgets an entry and deletes it from storage, the journal and the other tabs. */
@@ -97,6 +95,7 @@ export function createLedger(deps: LedgerDeps): Ledger {
     deps.changed();
   };
 
+  /** Runs a storage write after this tab's earlier ones, then notifies. Resolves with the error, if any. */
   const queue = (write: () => Promise<void>, notice: string | null): Promise<StorageError | void> =>
     (chain = chain.then(write).then(() => void (closed || deps.notify(notice)), deps.trouble)) as Promise<StorageError | void>;
 
@@ -145,5 +144,5 @@ export function createLedger(deps: LedgerDeps): Ledger {
       .catch((error: unknown) => (deps.trouble(error), [])));
   };
 
-  return { list: () => list, find, save, queue, forget, drop, reload, settled: () => chain, close: () => void (closed = true) };
+  return { list: () => list, find, save, forget, drop, reload, settled: () => chain, close: () => void (closed = true) };
 }

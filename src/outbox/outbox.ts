@@ -14,11 +14,8 @@
  * there. Its operation id and position are kept.
  */
 import { nanoid } from 'nanoid';
-import { resolveRetryPolicy } from '../core/backoff.js';
 import { createEmitter } from '../core/subscribable.js';
 import { asStorageError, type StorageError } from '../errors.js';
-import { headersResolver } from '../transport/http.js';
-import { createBrowserNetworkMonitor } from '../transport/network.js';
 import type { Diagnostic } from '../types.js';
 import { isPending, newEntry, rearmed } from './entry-state.js';
 import { createJournal, pageStorage } from './journal.js';
@@ -36,15 +33,13 @@ function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChanne
   return typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : undefined;
 }
 
-/** How the sending tab leads, posts and retries: the options with their defaults. */
-function sendingOptions(deps: OutboxDeps, now: () => number, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
-  const { storage, leaseTtlMs = 1e4 } = deps;
+/** How the sending tab leads, posts and retries: the client's plumbing and the outbox's settings with their defaults. */
+function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
+  const { storage, leaseTtlMs = 1e4, now } = deps;
   return {
-    http: { baseUrl: deps.baseUrl, fetch: deps.fetch ?? ((input, init) => fetch(input, init)), headers: headersResolver(deps.headers), now },
-    policy: resolveRetryPolicy(deps.retry),
+    ...deps,
     timeoutMs: deps.timeoutMs ?? 15e3,
     maxAgeMs: deps.maxAgeMs ?? 864e5,
-    random: deps.random ?? Math.random,
     leadership: { signal, locks: deps.locks, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, now } },
   };
 }
@@ -54,8 +49,8 @@ function sendingOptions(deps: OutboxDeps, now: () => number, trouble: (error: un
  * or the first {@link OutboxController.enqueue}.
  */
 export function createOutbox(deps: OutboxDeps): OutboxController {
-  const { storage, now = Date.now, network = createBrowserNetworkMonitor() } = deps;
-  const name = `lifeline-outbox:${deps.namespace ?? 'default'}`;
+  const { storage, now, network } = deps;
+  const name = `lifeline-outbox:${deps.namespace}`;
   /** Pending entries older than this outbox were left by earlier pages. */
   const born = now();
   /** Aborted on dispose: stops waiting for the sender role, sending and sleeping. */
@@ -80,7 +75,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     notify: (notice) => channel?.postMessage(notice),
     changed: () => (listeners.emit(), sender.poke()),
   });
-  const sender = createSender({ ...sendingOptions(deps, now, trouble, stop.signal), ledger, busy, emit, name, online: network?.online() ?? true });
+  const sender = createSender({ ...sendingOptions(deps, trouble, stop.signal), ledger, busy, emit, name, online: network?.online() ?? true });
   channel?.addEventListener('message', ({ data }) => (typeof data === 'string' ? ledger.forget(data) : void ledger.reload()));
   const unsubscribe = network?.subscribe(sender.setOnline);
   let started: Promise<void> | undefined;
@@ -106,8 +101,10 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     },
     discard: async (operationId) => (ledger.find(operationId)?.state === 'accepted' ? undefined : ledger.drop(operationId)),
     start: () =>
-      (started ??= journal.adopt(storage, (entry) => ledger.queue(() => storage.putOutbox(entry), null), trouble).then(ledger.reload).then((skipped) => {
+      (started ??= ledger.reload().then(async (skipped) => {
         for (const error of skipped) emit({ type: 'storage-error', error });
+        // What a page journaled but did not get stored; an entry storage holds may have moved on since: left as stored.
+        await journal.adopt(async (entry) => (ledger.find(entry.operationId) ? undefined : ledger.save(entry)), trouble);
         const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
         if (count) emit({ type: 'outbox-replay', count });
       })),

@@ -2,11 +2,13 @@
  * The outbox's contract with the client: what {@link createOutbox} needs and what it
  * hands back. The behaviour is described in outbox.ts.
  */
+import type { RetryPolicy } from '../core/backoff.js';
 import type { MessageContent, SubmitAnswer } from '../protocol/schemas.js';
 import type { Store } from '../storage/store.js';
 import type { LockManagerLike } from '../tabs/leadership.js';
+import type { HttpContext } from '../transport/http.js';
 import type { NetworkMonitor } from '../transport/network.js';
-import type { Diagnostic, ExternalStore, HeadersInput, OutboxEntry, RetryOptions } from '../types.js';
+import type { Diagnostic, ExternalStore, OutboxEntry } from '../types.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
 export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
@@ -21,25 +23,26 @@ export interface OutboxChannel {
 /** The part of `navigator.locks` the outbox uses (see tabs/leadership.ts). */
 export type OutboxLocks = LockManagerLike;
 
-/** What {@link createOutbox} needs from the client. */
-export interface OutboxDeps {
+/**
+ * What {@link createOutbox} needs from the client: its request plumbing, resolved once for
+ * every request the client makes (the follower deps fit), and the outbox's own settings.
+ */
+export interface OutboxDeps extends HttpContext {
   storage: OutboxStorage;
-  /** Base URL of the protocol endpoints, e.g. `/api`. */
-  baseUrl: string;
-  /** Default `globalThis.fetch`. */
-  fetch?: typeof fetch;
-  /** Resolved afresh before every attempt, never stored. */
-  headers?: HeadersInput;
   /** Backoff timing. `firstRetryJitterMs` and `maxElapsedMs` do not apply here (see `maxAgeMs`). */
-  retry?: RetryOptions;
+  retry: RetryPolicy;
+  /** Uniform in [0, 1), for jitter. */
+  random: () => number;
+  /** Partition: lock, lease and channel are named `lifeline-outbox:<namespace>`. */
+  namespace: string;
+  /** Online/offline; `null`: always online. */
+  network: NetworkMonitor | null;
   /** Per-request timeout, ms. Default 15 000. */
   timeoutMs?: number;
   /** An entry still not accepted this long after it was created fails with `retry_exhausted`, ms. Default 24 h. */
   maxAgeMs?: number;
   /** How long an accepted entry stays listed (and stored) after `onAccepted` settled in this tab, ms. Default 10 000. */
   acceptedRetentionMs?: number;
-  /** Partition: lock, lease and channel are named `lifeline-outbox:<namespace>`. Default `'default'`. */
-  namespace?: string;
   /** Receives every diagnostic: submit, retry, accepted, failed, outbox-replay, storage-error. Must not throw. */
   emit: (diagnostic: Diagnostic) => void;
   /**
@@ -48,10 +51,6 @@ export interface OutboxDeps {
    * record). Must be idempotent across tabs (follow the turn, persist the link).
    */
   onAccepted: (entry: OutboxEntry, answer: SubmitAnswer) => void | Promise<void>;
-  /** Epoch ms. Default `Date.now`. */
-  now?: () => number;
-  /** Uniform in [0, 1), for jitter. Default `Math.random`. */
-  random?: () => number;
   /** Default `navigator.locks` when present; `null` forces the storage lease. */
   locks?: OutboxLocks | null;
   /** Default `new BroadcastChannel(name)` when present; `null` disables cross-tab notices. */
@@ -61,8 +60,6 @@ export interface OutboxDeps {
    * reload in between cannot lose it. Default `localStorage` when the page may use it; `null`: none.
    */
   journal?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'> | null;
-  /** Default: the browser's `online`/`offline` events ({@link createBrowserNetworkMonitor}); `null`: always online. */
-  network?: NetworkMonitor | null;
   /** Lease time-to-live for the no-Web-Locks fallback, ms. Default 10 000. */
   leaseTtlMs?: number;
 }

@@ -18,8 +18,6 @@ export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutb
 
 export interface GuardedStore {
   readonly status: ExternalStore<StorageStatus>;
-  /** Runs `operation` on the current store; on failure degrades to memory (once) and runs it there. */
-  guard<T>(operation: Operation<T>): Promise<T>;
   /**
    * Runs `operation` after every earlier one; never rejects. A failure even in memory (after
    * degrading) is reported and answers `fallback`.
@@ -52,6 +50,7 @@ export function createGuardedStore(primary: Store, { now, emit }: { now: () => n
   };
   const report = (errors: readonly StorageError[] = []): void => errors.forEach((error) => emit({ type: 'storage-error', at: now(), error }));
 
+  /** Runs `operation` on the current store; on failure degrades to memory (once) and runs it there. */
   const guard = async <T>(operation: Operation<T>): Promise<T> => {
     const used = store;
     try {
@@ -76,7 +75,6 @@ export function createGuardedStore(primary: Store, { now, emit }: { now: () => n
 
   return {
     status: { getSnapshot: () => status, subscribe: listeners.subscribe },
-    guard,
     serial,
     idle: () => chain.then(() => undefined),
     report,

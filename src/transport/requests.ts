@@ -4,7 +4,7 @@
  * backoff times it (`Retry-After` honoured), each retry is announced, and the give-up
  * (`retry_exhausted`) comes only past `retry.maxElapsedMs`.
  */
-import { createBackoff, type RetryPolicy } from '../core/backoff.js';
+import { backoffStep, FRESH_BACKOFF, type RetryPolicy } from '../core/backoff.js';
 import { TransportError } from '../errors.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
 import { sleep } from '../runtime/sleep.js';
@@ -24,7 +24,7 @@ export interface ListContext extends JsonRequest {
  * `signal` aborted with (the client was disposed) as soon as it does.
  */
 export async function listTurns(context: ListContext, conversationId: string, signal: AbortSignal): Promise<TurnObject[]> {
-  const backoff = createBackoff(context.retry, context);
+  let backoff = FRESH_BACKOFF;
   for (;;) {
     // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
     const answer = await requestJson(
@@ -37,7 +37,8 @@ export async function listTurns(context: ListContext, conversationId: string, si
     if (answer.ok) return answer.value.turns;
     const { error, disposition } = answer.failure;
     if (disposition !== 'retry') throw error;
-    const delay = backoff.next(answer.failure);
+    const { state, delay } = backoffStep(context.retry, backoff, answer.failure, context.now(), context.random());
+    backoff = state;
     if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: error });
     context.emit({ type: 'retry', at: context.now(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
     if (!(await sleep(delay, signal))) throw signal.reason;

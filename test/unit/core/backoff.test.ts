@@ -1,10 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  createBackoff,
+  backoffStep,
   DEFAULT_RETRY_POLICY,
+  FRESH_BACKOFF,
   parseRetryAfter,
   resolveRetryPolicy,
+  type RetryHint,
+  type RetryPolicy,
 } from '../../../src/core/backoff.js';
 import { isLifelineError } from '../../../src/errors.js';
 
@@ -16,6 +19,24 @@ const policyArb = fc.record({
   maxElapsedMs: fc.integer({ min: 0, max: 1_000_000 }),
   maxRetryAfterMs: fc.integer({ min: 0, max: 120_000 }),
 });
+
+/** A retry loop over the pure step, holding its state as `recover()`'s list and the follower's machine do. */
+function createBackoff(policy: RetryPolicy, clock: { random: () => number; now: () => number }) {
+  let state = FRESH_BACKOFF;
+  return {
+    get attempt() {
+      return state.attempt;
+    },
+    reset() {
+      state = FRESH_BACKOFF;
+    },
+    next(hint: RetryHint = {}) {
+      const result = backoffStep(policy, state, hint, clock.now(), clock.random());
+      state = result.state;
+      return result.delay;
+    },
+  };
+}
 
 describe('backoff', () => {
   it('stays inside its envelope for any policy, randomness and hints', () => {

@@ -7,7 +7,9 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { StorageError } from '../../../src/errors.js';
 import type { NetworkMonitor, OutboxChannel, OutboxDeps, OutboxLocks, OutboxStorage } from '../../../src/outbox/outbox.js';
 import type { LoadResult, OutboxRecord } from '../../../src/storage/store.js';
-import type { Diagnostic } from '../../../src/types.js';
+import { resolveRetryPolicy, type RetryOptions } from '../../../src/core/backoff.js';
+import { headersResolver } from '../../../src/transport/http.js';
+import type { Diagnostic, HeadersInput } from '../../../src/types.js';
 
 /** Outbox storage in memory, shared by every "tab" given it; values are cloned like IndexedDB does. */
 export interface FakeStorage extends OutboxStorage {
@@ -227,15 +229,23 @@ export function channelFactory(): (name: string) => OutboxChannel {
   return (name) => new BroadcastChannel(`${name}:${suffix}`) as unknown as OutboxChannel;
 }
 
-/** Deps shared by most tests: in-process locks, no channel, always online. */
-export function baseDeps(overrides: Partial<OutboxDeps> & Pick<OutboxDeps, 'storage' | 'fetch' | 'emit'>): OutboxDeps {
+/** What a test sets: any dep, with `retry` and `headers` as an app writes them (resolved as the client does). */
+export type TestDeps = Partial<Omit<OutboxDeps, 'retry' | 'headers'>> & { retry?: RetryOptions; headers?: HeadersInput };
+
+/** Deps shared by most tests: in-process locks, no channel, always online, global fetch and clock. */
+export function baseDeps({ retry, headers, ...overrides }: TestDeps & Pick<OutboxDeps, 'storage' | 'emit'>): OutboxDeps {
   return {
     baseUrl: 'http://lifeline.test/api',
+    fetch: (input, init) => fetch(input, init),
+    now: () => Date.now(),
+    namespace: 'default',
     onAccepted: () => undefined,
     locks: createFakeLocks(),
     channel: null,
     network: null,
     random: () => 0.5,
     ...overrides,
+    retry: resolveRetryPolicy(retry),
+    headers: headersResolver(headers),
   };
 }

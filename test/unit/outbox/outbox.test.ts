@@ -15,6 +15,7 @@ import {
   until,
   type Call,
   type Responder,
+  type TestDeps,
 } from './helpers.js';
 
 const T0 = Date.UTC(2030, 0, 1, 9, 0, 0);
@@ -26,7 +27,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-function setup(responder: Responder, overrides: Partial<OutboxDeps> = {}) {
+function setup(responder: Responder, overrides: TestDeps = {}) {
   const storage = createFakeStorage();
   const fetch = createFakeFetch(responder);
   const recorder = createRecorder();

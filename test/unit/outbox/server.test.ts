@@ -5,11 +5,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createOutbox, type OutboxController, type OutboxDeps } from '../../../src/outbox/outbox.js';
+import { createOutbox, type OutboxController } from '../../../src/outbox/outbox.js';
 import { listAnswerSchema } from '../../../src/protocol/schemas.js';
 import { toNodeListener, type NodeListener } from '../../../src/server/node.js';
 import { newKey, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
-import { createFakeLocks, createFakeStorage, createRecorder, type FakeStorage } from './helpers.js';
+import { baseDeps, createFakeStorage, createRecorder, type FakeStorage, type TestDeps } from './helpers.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -49,21 +49,20 @@ async function reservePort(): Promise<number> {
   return port;
 }
 
-function outbox(baseUrl: string, overrides: Partial<OutboxDeps> = {}): { outbox: OutboxController; recorder: ReturnType<typeof createRecorder>; storage: FakeStorage } {
+function outbox(baseUrl: string, overrides: TestDeps = {}): { outbox: OutboxController; recorder: ReturnType<typeof createRecorder>; storage: FakeStorage } {
   const storage = (overrides.storage as FakeStorage | undefined) ?? createFakeStorage();
   const recorder = createRecorder();
-  const controller = createOutbox({
-    storage,
-    baseUrl,
-    emit: recorder.emit,
-    onAccepted: () => undefined,
-    locks: createFakeLocks(),
-    channel: null,
-    network: null,
-    acceptedRetentionMs: 0,
-    retry: { initialDelayMs: 20, maxDelayMs: 100 },
-    ...overrides,
-  });
+  const controller = createOutbox(
+    baseDeps({
+      storage,
+      baseUrl,
+      emit: recorder.emit,
+      random: Math.random,
+      acceptedRetentionMs: 0,
+      retry: { initialDelayMs: 20, maxDelayMs: 100 },
+      ...overrides,
+    }),
+  );
   cleanups.push(() => controller.dispose());
   return { outbox: controller, recorder, storage };
 }

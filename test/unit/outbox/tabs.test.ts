@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StorageError } from '../../../src/errors.js';
-import { createOutbox, type OutboxController, type OutboxDeps } from '../../../src/outbox/outbox.js';
+import { createOutbox, type OutboxController } from '../../../src/outbox/outbox.js';
 import type { OutboxEntry } from '../../../src/types.js';
 import {
   accepted,
@@ -19,6 +19,7 @@ import {
   type Call,
   type FakeStorage,
   type Responder,
+  type TestDeps,
 } from './helpers.js';
 
 let outboxes: OutboxController[] = [];
@@ -37,7 +38,7 @@ function browser(storage: FakeStorage = createFakeStorage()) {
   const channel = channelFactory();
   const calls: Call[] = [];
   let responder: Responder = hang;
-  const tab = (name: string, overrides: Partial<OutboxDeps> = {}) => {
+  const tab = (name: string, overrides: TestDeps = {}) => {
     const fetch = createFakeFetch((call) => {
       calls.push(call);
       return responder(call);
