@@ -43,7 +43,7 @@ class FollowStep extends StepRules {
         if (input.replayFirst) this.requestReplay();
         return this.next();
       case 'close':
-        return this.stop();
+        return this.#stop();
       case 'revive':
         if (s.phase !== 'done' || !s.revivable) return;
         // A revived turn gets a fresh retry budget (FAULTS row 37) and replays first.
@@ -72,11 +72,11 @@ class FollowStep extends StepRules {
         this.do({ kind: 'abort', slot: 'main' });
         return this.next();
       case 'recover':
-        return this.recover();
+        return this.#recover();
       case 'opened':
-        return this.opened(input.lastEventId, input.heartbeatMs);
+        return this.#opened(input.lastEventId, input.heartbeatMs);
       case 'progress':
-        return this.progress(input.from, input.seq);
+        return this.#progress(input.from, input.seq);
       case 'gap':
         return this.requestReplay('gap');
       case 'ended':
@@ -88,11 +88,11 @@ class FollowStep extends StepRules {
       case 'no-content':
         return this.requestReplay('ended-stream');
       case 'failed':
-        return input.slot === 'alongside' ? this.alongsideFailed() : this.failed(input.failure, input.closed === true);
+        return input.slot === 'alongside' ? this.#alongsideFailed() : this.failed(input.failure, input.closed === true);
       case 'page':
-        return input.slot === 'alongside' ? this.alongsidePage(input.applied, input.more) : this.page(input.applied, input.more);
+        return input.slot === 'alongside' ? this.#alongsidePage(input.applied, input.more) : this.#page(input.applied, input.more);
       case 'timer':
-        return this.timer(input.timer, input.silentMs);
+        return this.#timer(input.timer, input.silentMs);
       case 'verified':
         return this.verified(input);
     }
@@ -116,7 +116,7 @@ class FollowStep extends StepRules {
     this.set({ progressed: false, nextRetryAt: undefined });
     if (s.role === 'watcher' && !s.replay) {
       this.set({ phase: 'watching', connection: 'idle' });
-      return this.watch();
+      return this.#watch();
     }
     if (s.replay) {
       this.set({ phase: 'replaying' });
@@ -125,18 +125,18 @@ class FollowStep extends StepRules {
       this.set({ phase: 'connecting', connection: 'connecting' });
       this.do({ kind: 'open-stream' });
     }
-    this.watch();
+    this.#watch();
   }
 
   /** Arms the stall watchdog afresh for the request (or relay) just started. */
 
-  private watch(): void {
+  #watch(): void {
     this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env), fresh: true });
   }
 
   /** Ends every request and timer; the loop stays `idle` until started again. */
 
-  private stop(): void {
+  #stop(): void {
     const s = this.state;
     if (!s.following && s.phase !== 'done') return;
     this.do(...abortAll(), { kind: 'leave' }, { kind: 'release' });
@@ -161,7 +161,7 @@ class FollowStep extends StepRules {
   }
 
 
-  private opened(lastEventId: number, heartbeatMs: number | undefined): void {
+  #opened(lastEventId: number, heartbeatMs: number | undefined): void {
     if (this.state.phase !== 'connecting') return;
     this.set({ phase: 'streaming', connection: 'open', authRetried: false, heartbeatMs: heartbeatMs ?? this.state.heartbeatMs, status: this.live() });
     this.say({ type: 'open', status: 200 });
@@ -171,7 +171,7 @@ class FollowStep extends StepRules {
   }
 
 
-  private progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
+  #progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
     const s = this.state;
     this.set({ hasEvents: true, progressed: true, backoff: FRESH_BACKOFF });
     if (from === 'replay') return;
@@ -184,13 +184,13 @@ class FollowStep extends StepRules {
   }
 
 
-  private page(applied: number, more: boolean): void {
+  #page(applied: number, more: boolean): void {
     const s = this.state;
     if (s.phase !== 'replaying') return;
     this.set({ replayed: s.replayed + applied, authRetried: false });
     if (more) {
       this.do({ kind: 'fetch-page', slot: 'main' });
-      return this.watch();
+      return this.#watch();
     }
     this.do({ kind: 'clear', timer: 'stall' });
     if (this.state.replayed) this.say({ type: 'recovered', path: 'replay', events: this.state.replayed });
@@ -202,7 +202,7 @@ class FollowStep extends StepRules {
 
   /** `recover()`: replays the log next to a healthy main loop; both merge by seq. */
 
-  private recover(): void {
+  #recover(): void {
     const s = this.state;
     if (!s.following || s.replay || s.alongside || s.phase === 'settling') return this.do({ kind: 'release' });
     this.set({ alongside: true, alongsideReplayed: 0 });
@@ -210,7 +210,7 @@ class FollowStep extends StepRules {
   }
 
 
-  private alongsidePage(applied: number, more: boolean): void {
+  #alongsidePage(applied: number, more: boolean): void {
     const s = this.state;
     if (!s.alongside) return;
     this.set({ alongsideReplayed: s.alongsideReplayed + applied });
@@ -226,19 +226,19 @@ class FollowStep extends StepRules {
 
   /** The alongside replay failed or hung: the main loop replays instead (backoff, budget, a visible give-up). */
 
-  private alongsideFailed(): void {
+  #alongsideFailed(): void {
     if (!this.state.alongside) return;
     this.requestReplay('alongside-failed');
   }
 
 
-  private timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
+  #timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
     const s = this.state;
     if (timer === 'retry') return s.phase === 'waiting' ? this.next() : undefined;
     if (timer === 'alongside') {
       if (!s.alongside) return;
       this.say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
-      return this.alongsideFailed();
+      return this.#alongsideFailed();
     }
     if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying' && s.phase !== 'watching') return;
     const limit = stallLimitMs(s, this.env);
