@@ -64,5 +64,19 @@ export function memoryReport(rows: readonly MemoryRow[]): string {
       `| ${row.megabytes} MB | ${int(row.events)} | ${fixed(row.before / MB)} MB | ${fixed(row.after / MB)} MB | ${fixed(held / MB)} MB | ${fixed(held / (row.megabytes * MB), 2)} |`,
     );
   }
+  // Following any turn costs a fixed amount first (zod's compiled parsers, the stream and
+  // storage machinery): the slope between the smallest and the largest turn is the cost per
+  // character of text, which is what the target is about.
+  const measured = rows.filter((row) => row.before !== undefined && row.after !== undefined);
+  const [small, large] = [measured[0], measured.at(-1)];
+  if (small && large && large.megabytes > small.megabytes) {
+    const slope = (large.after! - large.before! - (small.after! - small.before!)) / ((large.megabytes - small.megabytes) * MB);
+    const fixedCost = small.after! - small.before! - slope * small.megabytes * MB;
+    lines.push(
+      '',
+      `**Heap per character of turn text: ${fixed(slope, 2)} bytes** (slope from ${small.megabytes} MB to ${large.megabytes} MB; target ≤ 1.2: ${slope <= 1.2 ? 'met' : 'not met'}), ` +
+        `plus about ${fixed(fixedCost / MB, 2)} MB held by following any turn at all.`,
+    );
+  }
   return lines.join('\n');
 }
