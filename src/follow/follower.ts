@@ -18,9 +18,8 @@ import type { LoadedTurn } from '../storage/store.js';
 import { requestJson } from '../transport/http.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import type { EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
-import { isEndedStatus } from '../core/domain.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
-import { buildSnapshot, describeTurn } from './snapshot.js';
+import { buildSnapshot, describeTurn, isEndedSnapshot, visiblyChanged } from './snapshot.js';
 import { createConsumers, type Consumers } from './consumers.js';
 import { TurnIntake } from './intake.js';
 import { fetchPage, openStream, verifyTurn, type RequestHost } from './requests.js';
@@ -304,20 +303,4 @@ class Follower implements TurnFollower {
     this.#dispatch({ kind: 'role', role: this.#share ? 'watcher' : 'solo' });
   }
 
-}
-
-/** The turn reached an end status (the machine settles only in `done`, so always at `settle`). */
-function isEndedSnapshot(snapshot: TurnSnapshot): snapshot is EndedTurnSnapshot {
-  return isEndedStatus(snapshot.status);
-}
-
-/** The machine's fields the snapshot shows changed. */
-function visiblyChanged(before: FollowState, after: FollowState): boolean {
-  return (
-    before.status !== after.status ||
-    before.connection !== after.connection ||
-    before.nextRetryAt !== after.nextRetryAt ||
-    before.backoff.attempt !== after.backoff.attempt ||
-    before.error !== after.error
-  );
 }

@@ -1,8 +1,9 @@
 /** The immutable views of a followed turn: the app's snapshot and the storage row's description. */
+import { isEndedStatus } from '../core/domain.js';
 import type { FollowState } from '../core/follow-types.js';
 import { turnParts, turnText, type TurnState } from '../core/turn-reducer.js';
 import type { TurnMeta } from '../storage/persistence.js';
-import type { ConnectionInfo, RecoveryInfo, StallInfo, TurnSnapshot } from '../types.js';
+import type { ConnectionInfo, EndedTurnSnapshot, RecoveryInfo, StallInfo, TurnSnapshot } from '../types.js';
 import type { TurnOrigin } from './types.js';
 
 /** `value` frozen, without its undefined members (optional fields are absent, never undefined). */
@@ -43,4 +44,20 @@ export function describeTurn(turn: TurnState, origin: TurnOrigin, status: TurnMe
   return conversationId === undefined
     ? undefined
     : frozen<TurnMeta>({ conversationId, messageId: turn.messageId ?? origin.messageId, operationId: origin.operationId, status, createdAt });
+}
+
+/** The turn reached an end status (the machine settles only in `done`, so always at `settle`). */
+export function isEndedSnapshot(snapshot: TurnSnapshot): snapshot is EndedTurnSnapshot {
+  return isEndedStatus(snapshot.status);
+}
+
+/** The machine's fields the snapshot shows changed. */
+export function visiblyChanged(before: FollowState, after: FollowState): boolean {
+  return (
+    before.status !== after.status ||
+    before.connection !== after.connection ||
+    before.nextRetryAt !== after.nextRetryAt ||
+    before.backoff.attempt !== after.backoff.attempt ||
+    before.error !== after.error
+  );
 }
