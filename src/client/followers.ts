@@ -90,13 +90,19 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     },
     async hydrate(conversationId) {
       await ready();
+      const booting: Promise<void>[] = [];
       for (const record of signal.aborted ? [] : await persistence.loadConversation(conversationId)) {
         if (signal.aborted || followers.has(record.id)) continue;
         const follower = create(record.id);
         // Folded: the row is the whole turn, nothing more to read.
         if (record.text !== undefined) follower.restore({ record, events: [] });
-        void boot(follower);
+        booting.push(boot(follower));
       }
+      // `conversation.ready` promises these turns in the snapshot: an unfolded one (ended just
+      // before a reload) has its events read by `boot`, and the list is rebuilt now, not at
+      // the next batched notification.
+      await Promise.all(booting);
+      if (booting.length > 0) list = undefined;
     },
     async adopt(turn) {
       // The list carries the message that started the turn (1.1): a new device shows it too.
