@@ -9,7 +9,7 @@ import { asLifelineError } from '../errors.js';
 import type { MessageContent } from '../protocol/schemas.js';
 import type { LifelineClient, Turn, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
-import { conversationMessages } from './messages.js';
+import { conversationMessages, resumable } from './messages.js';
 import { turnStream } from './turn-stream.js';
 
 export interface ChatTransportOptions {
@@ -145,7 +145,9 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
       );
       await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, options.listTimeoutMs ?? 3000)))]);
       clearTimeout(timer);
-      return conversationMessages(conversation.getSnapshot().items, order);
+      const messages = conversationMessages(conversation.getSnapshot().items, order);
+      // The newest turn, when not delivered yet, is what the next reconnectToStream replays.
+      return marks.get(chatId) === messages.at(-1)?.id ? messages : resumable(messages);
     },
   };
 }
