@@ -60,3 +60,17 @@ test('server down when sending: the message waits in the outbox, then streams on
   await ai.app.lab.up();
   await expectChatMatchesServer(ai, page, chatId, 1);
 });
+
+test('reload while the message waits for the server: the reloaded page sends it and useChat shows its answer', async ({ page, ai }) => {
+  const chatId = uniqueConversation();
+  await ai.open(page, chatId);
+  // The submission's connection is dropped; the page itself still loads.
+  ai.proxy.setPlan((request) => (request.method === 'POST' && request.path.endsWith('/messages') ? { kind: 'close' } : { kind: 'pass' }));
+  await ask(page, 'Should I pack an umbrella for Lisbon?');
+  await expect(page.locator('.chat-status')).toContainText('sending failed');
+  await page.reload();
+  await expect(page.locator('[data-message-role="user"]')).toHaveCount(1);
+  await expect(page.locator('.chat-status')).toContainText('sending failed');
+  ai.proxy.setPlan(() => ({ kind: 'pass' }));
+  await expectChatMatchesServer(ai, page, chatId, 1);
+});
