@@ -97,7 +97,7 @@ export async function endedTurns(ai: AiLab, chatId: string): Promise<ServerTurn[
     .poll(async () => {
       turns = await serverTurns(ai.app.url, chatId);
       return turns.length > 0 && turns.every((turn) => ['complete', 'failed', 'cancelled'].includes(turn.status));
-    }, { timeout: 20_000 })
+    }, { timeout: 20_000, intervals: [50] })
     .toBe(true);
   return turns;
 }
@@ -113,8 +113,8 @@ export async function expectChatMatchesServer(ai: AiLab, page: Page, chatId: str
   expect(turns.map((turn) => turn.status)).toEqual(Array(sends).fill('complete'));
   const expected: UIMessage[] = [];
   for (const turn of turns) expected.push(turn.content, await referenceMessage(turn.content, turn.id, WORDS));
-  await expect.poll(async () => (await chatState(page)).status).toBe('ready');
-  await expect.poll(async () => (await chatState(page)).messages, { timeout: 10_000 }).toEqual(expected);
+  await expect.poll(async () => (await chatState(page)).messages, { timeout: 10_000, intervals: [50] }).toEqual(expected);
+  await waitForChat(page, 'ready');
   // Renders were sampled as the answer grew (not only the final one).
   expect(ai.samples.filter((sample) => sample.status === 'streaming').length).toBeGreaterThan(5);
   expect(sampleProblems(ai.samples, expected)).toEqual([]);

@@ -13,6 +13,8 @@ export interface ChatSample {
   page: string;
   /** Epoch ms in the page. */
   at: number;
+  /** When the rendering document started (epoch ms): tells a reloaded page's renders from the old one's last ones. */
+  document: number;
   status: string;
   ids: string[];
   assistants: { id: string; types: string[]; texts: string[] }[];
@@ -25,27 +27,29 @@ export interface ChatSample {
  */
 export async function recordChat(page: Page, label: string, sink: ChatSample[]): Promise<void> {
   await page.exposeFunction('__lifelineChatSample', (sample: Omit<ChatSample, 'page'>) => void sink.push({ ...sample, page: label }));
-  await page.addInitScript(() => {
-    type Message = { id: string; role: string; parts: { type: string; text?: string }[] };
-    let value: unknown;
-    Object.defineProperty(window, 'lifelineChat', {
-      configurable: true,
-      get: () => value,
-      set(next: { status: string; messages: Message[] }) {
-        value = next;
-        const report = (window as unknown as { __lifelineChatSample: (sample: unknown) => void }).__lifelineChatSample;
-        report({
-          at: performance.timeOrigin + performance.now(),
-          status: next.status,
-          ids: next.messages.map((message) => message.id),
-          assistants: next.messages
-            .filter((message) => message.role === 'assistant')
-            .map((message) => ({ id: message.id, types: message.parts.map((part) => part.type), texts: message.parts.map((part) => part.text ?? '') })),
-        });
-      },
-    });
-  });
+  // Plain source, not a function: a transpiler (tsx) would add helpers the page does not have.
+  await page.addInitScript({ content: RECORDER });
 }
+
+const RECORDER = `(() => {
+  let value;
+  Object.defineProperty(window, 'lifelineChat', {
+    configurable: true,
+    get: () => value,
+    set(next) {
+      value = next;
+      window.__lifelineChatSample({
+        at: performance.timeOrigin + performance.now(),
+        document: performance.timeOrigin,
+        status: next.status,
+        ids: next.messages.map((message) => message.id),
+        assistants: next.messages
+          .filter((message) => message.role === 'assistant')
+          .map((message) => ({ id: message.id, types: message.parts.map((part) => part.type), texts: message.parts.map((part) => part.text ?? '') })),
+      });
+    },
+  });
+})();`;
 
 /**
  * What went wrong at any sampled moment, compared with the final messages: a message id

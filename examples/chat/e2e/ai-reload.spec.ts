@@ -18,7 +18,7 @@ test('reload mid-turn: the partial answer shows from this device at once, then t
   const [turn] = await expectChatMatchesServer(ai, page, chatId, 1);
 
   // useChat's very first render after the reload already holds the partial answer.
-  const first = ai.samples.find((sample) => sample.at > reloadedAt);
+  const first = ai.samples.find((sample) => sample.document > reloadedAt);
   expect(first?.assistants.map((message) => message.id)).toEqual([turn!.id]);
   expect(first?.assistants[0]?.types).toContain('tool-weather');
   expect(streamRequests(ai.proxy, turn!.id)).toBe(2);
@@ -70,7 +70,7 @@ test('stop() ends the turn cancelled on the server; after a reload it is shown a
   expect(sampleProblems(ai.samples, reference)).toEqual([]);
   // Never resumed: no stream for it after the reload, and useChat only streamed the second answer.
   expect(streamRequests(ai.proxy, stopped!.id)).toBe(streamsBefore);
-  const afterReload = ai.samples.filter((sample) => sample.at > reloadedAt);
+  const afterReload = ai.samples.filter((sample) => sample.document > reloadedAt);
   const firstStreaming = afterReload.find((sample) => sample.status !== 'ready');
   expect(firstStreaming?.ids).toContain(turns[1]!.content.id);
 });
