@@ -6,7 +6,7 @@
 import type { ChatStatus, UIMessage } from 'ai';
 import type { OutboxEntry, TurnSnapshot } from 'lifeline';
 import type { LifelineView } from './ai-chat.js';
-import { Chip, type Tone } from './messages.js';
+import { Chip, RECOVERY_WORDS, type Tone } from './messages.js';
 
 const CHAT_TONES: Record<ChatStatus, Tone> = { submitted: 'live', streaming: 'live', ready: 'good', error: 'bad' };
 
@@ -25,12 +25,16 @@ function submissionWords(entry: OutboxEntry | undefined, turn: TurnSnapshot | un
   }
 }
 
+/** What Lifeline repaired in this turn that useChat never saw, as a sentence (or nothing). */
+const repaired = (turn: TurnSnapshot): string =>
+  turn.recovered && turn.recovered.events > 0 ? ` Lifeline recovered ${turn.recovered.events} chunks ${RECOVERY_WORDS[turn.recovered.path]}; useChat saw no break.` : '';
+
 function turnWords(turn: TurnSnapshot, busy: boolean): { tone: Tone; text: string } {
   switch (turn.status) {
     case 'pending':
       return { tone: 'live', text: 'The server accepted your message; waiting for the first chunk…' };
     case 'streaming':
-      return { tone: 'live', text: 'The answer is streaming.' };
+      return { tone: 'live', text: `The answer is streaming.${repaired(turn)}` };
     case 'reconnecting':
       return turn.connection.state === 'offline'
         ? { tone: 'warn', text: 'Offline. Lifeline reconnects when the network is back; useChat’s stream just waits.' }
@@ -40,7 +44,9 @@ function turnWords(turn: TurnSnapshot, busy: boolean): { tone: Tone; text: strin
     case 'recovering':
       return { tone: 'warn', text: 'Fetching the missed chunks from the server…' };
     case 'complete':
-      return busy ? { tone: 'live', text: 'The answer is streaming.' } : { tone: 'good', text: 'Done. Reload or open this chat in another tab: it shows the same messages.' };
+      return busy
+        ? { tone: 'live', text: `The answer is streaming.${repaired(turn)}` }
+        : { tone: 'good', text: `Done.${repaired(turn)} Reload or open this chat in another tab: it shows the same messages.` };
     case 'cancelled':
       return { tone: 'neutral', text: 'Stopped. The turn was cancelled on the server and will not resume.' };
     case 'failed':
