@@ -45,12 +45,14 @@ try {
   const shown: number[] = [];
   const resumed: number[] = [];
   const fresh: number[] = [];
-  const samples: ChatSample[] = [];
-  const page = await browser.newPage();
-  await recordChat(page, 'reload', samples);
-  const chatId = `bench-reload-${Date.now().toString(36)}`;
-  await page.goto(`${proxy.origin}/ai?c=${chatId}`);
+  // One chat and one reload per run, in a fresh browser context. (Several reloads of one page,
+  // one per new turn, sometimes found storage empty at start: see the report of this branch.)
   for (let i = 0; i < Number(values.reloads); i++) {
+    const samples: ChatSample[] = [];
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await recordChat(page, 'reload', samples);
+    await page.goto(`${proxy.origin}/ai?c=bench-reload-${i}-${Date.now().toString(36)}`);
     await waitForChat(page, `chat.status === 'ready'`);
     await page.getByRole('textbox', { name: 'Message' }).fill('What is the weather in Bergen?');
     await page.getByRole('button', { name: 'Send', exact: true }).click();
@@ -58,18 +60,18 @@ try {
     const before = samples.at(-1)?.assistants.at(-1)?.texts.join('').length ?? 0;
     const start = Date.now();
     await page.reload();
-    await waitForChat(page, SETTLED).catch((e) => { console.log(JSON.stringify(samples.slice(-3)).slice(0, 1500), proxy.requests.slice(-8).map((r) => `${r.method} ${r.path}`)); throw e; });
+    await waitForChat(page, SETTLED);
     const after = samples.filter((s) => s.document >= start && s.assistants.length > 0);
     const answer = (s: ChatSample) => s.assistants.at(-1)!;
     shown.push((after.find((s) => answer(s).types.length > 0)?.at ?? NaN) - start);
     resumed.push((after.find((s) => s.status === 'streaming')?.at ?? NaN) - start);
     fresh.push((after.find((s) => answer(s).texts.join('').length > before)?.at ?? NaN) - start);
+    await context.close();
   }
   console.log(`Reload mid-answer (${shown.length} reloads, median ms from page.reload()):`);
   console.log(`  partial answer on screen (from storage): ${fixed(median(shown), 0)}   [${shown.map((v) => fixed(v, 0)).join(', ')}]`);
   console.log(`  useChat streaming again (resumed stream's first chunk): ${fixed(median(resumed), 0)}   [${resumed.map((v) => fixed(v, 0)).join(', ')}]`);
   console.log(`  first new text from the server: ${fixed(median(fresh), 0)}   [${fresh.map((v) => fixed(v, 0)).join(', ')}]`);
-  await page.close();
 
   // 2. Two tabs of one browser on one chat, the second opened mid-answer: event-stream
   //    requests per turn, without faults and with one cut.
