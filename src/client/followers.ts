@@ -58,15 +58,22 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     return follower;
   };
 
+  /** Boots under way, by turn id: `hydrate` waits for those of its conversation, whoever started them. */
+  const booting = new Map<string, Promise<void>>();
+
   /** Starts a follower once stored turns are loaded, from what storage holds of it. */
-  const boot = async (follower: TurnFollower): Promise<void> => {
-    await ready();
-    if (signal.aborted || followers.get(follower.id) !== follower) return;
-    // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
-    const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
-    const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
-    if (stored && empty()) follower.restore(stored);
-    void follower.start();
+  const boot = (follower: TurnFollower): Promise<void> => {
+    const run = (async () => {
+      await ready();
+      if (signal.aborted || followers.get(follower.id) !== follower) return;
+      // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
+      const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
+      const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
+      if (stored && empty()) follower.restore(stored);
+      void follower.start();
+    })().finally(() => booting.get(follower.id) === run && booting.delete(follower.id));
+    booting.set(follower.id, run);
+    return run;
   };
 
   return {
@@ -90,19 +97,25 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     },
     async hydrate(conversationId) {
       await ready();
-      const booting: Promise<void>[] = [];
+      const loading: Promise<void>[] = [];
       for (const record of signal.aborted ? [] : await persistence.loadConversation(conversationId)) {
-        if (signal.aborted || followers.has(record.id)) continue;
+        if (signal.aborted) continue;
+        if (followers.has(record.id)) {
+          // Held already, e.g. followed from an accepted outbox entry at start: maybe still reading storage.
+          const held = booting.get(record.id);
+          if (held) loading.push(held);
+          continue;
+        }
         const follower = create(record.id);
         // Folded: the row is the whole turn, nothing more to read.
         if (record.text !== undefined) follower.restore({ record, events: [] });
-        booting.push(boot(follower));
+        loading.push(boot(follower));
       }
       // `conversation.ready` promises these turns in the snapshot: an unfolded one (ended just
-      // before a reload) has its events read by `boot`, and the list is rebuilt now, not at
-      // the next batched notification.
-      await Promise.all(booting);
-      if (booting.length > 0) list = undefined;
+      // before a reload, or followed before this ran) has its events read by `boot`, and the
+      // list is rebuilt now, not at the next batched notification.
+      await Promise.all(loading);
+      if (loading.length > 0) list = undefined;
     },
     async adopt(turn) {
       // The list carries the message that started the turn (1.1): a new device shows it too.

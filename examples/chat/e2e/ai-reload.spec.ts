@@ -105,12 +105,10 @@ test.describe('React StrictMode (development build: every effect mounts twice)',
   });
 });
 
-// Known bug, left to the storage/client owners (see the branch's report): after two earlier
-// turns, about one reload in three finds nothing in storage at start (client.ready and
-// conversation.ready resolve with no turn, no storage diagnostic), so useChat starts with the
-// user messages only; a moment later the server's list adopts the turns and loadTurn finds
-// their events. Runs as is once fixed.
-test.fixme('reload mid-turn after two earlier turns: every answer shows from storage and the live one resumes', async ({ page, ai }) => {
+// Messages accepted seconds before the reload: their turns are followed from the outbox's
+// accepted entries before the conversation reads its stored turns (conversation.ready once
+// resolved without them, about one reload in three, and useChat showed user messages only).
+test('reload mid-turn after two earlier turns: every answer shows from storage and the live one resumes', async ({ page, ai }) => {
   const chatId = uniqueConversation();
   await ai.open(page, chatId);
   for (const question of ['What is the weather in Bergen?', 'And in Oslo?']) {
