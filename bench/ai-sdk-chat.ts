@@ -45,8 +45,7 @@ try {
   const shown: number[] = [];
   const resumed: number[] = [];
   const fresh: number[] = [];
-  // One chat and one reload per run, in a fresh browser context. (Several reloads of one page,
-  // one per new turn, sometimes found storage empty at start: see the report of this branch.)
+  // One chat and one reload per run, in a fresh browser context: each reload starts from the same state.
   for (let i = 0; i < Number(values.reloads); i++) {
     const samples: ChatSample[] = [];
     const context = await browser.newContext();
