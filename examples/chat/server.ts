@@ -1,8 +1,10 @@
 /**
- * The example app's server: the built chat page, the Lifeline reference server under
- * `/api`, and the fault lab under `/__lab`, all on one origin.
+ * The example app's server: the built chat pages (`/`, the Lifeline hooks page, and `/ai`,
+ * the AI SDK `useChat` page), the Lifeline reference server under `/api`, and the fault lab
+ * under `/__lab`, all on one origin.
  *
  *   HOST (default 127.0.0.1)  PORT (default 5173)  AGENT_TOKENS_PER_SECOND (default 40)
+ *   AI_MODEL_DELAY_MS (default 40: the mock model's delay between stream parts on `/ai`)
  *   REDIS_URL (optional: log turns in Redis instead of memory)
  *   REDIS_CLUSTER (optional, instead of REDIS_URL: a Redis Cluster's nodes, `host:port,host:port,…`)
  *
@@ -16,7 +18,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline/server';
 import { toNodeListener } from 'lifeline/server/node';
 import { createRedisTurnLog } from 'lifeline/server/redis';
-import { createFakeAgent, tokensPerSecondFromEnv } from './agent.js';
+import { tokensPerSecondFromEnv } from './agent.js';
+import { createExampleAgent, modelDelayFromEnv } from './ai-agent.js';
 import { createFaultLab, type FaultLab } from './fault-lab.js';
 
 /** Where `vite build` puts the app. */
@@ -29,6 +32,10 @@ export interface ExampleServerOptions {
   port?: number;
   /** Default `AGENT_TOKENS_PER_SECOND` or 40. */
   tokensPerSecond?: number;
+  /** The `/ai` page's mock model: delay before and between its stream parts, ms. Default `AI_MODEL_DELAY_MS` or 40. */
+  modelDelayMs?: number;
+  /** The `/ai` page's mock model: words of its answer text. Default 60. */
+  modelWords?: number;
   /** Default `REDIS_URL`; without it (or `redisCluster`) turns are logged in memory. */
   redisUrl?: string;
   /** Default `REDIS_CLUSTER`: a Redis Cluster's nodes as `host:port,host:port,…`. */
@@ -105,7 +112,12 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
   const distDir = options.distDir ?? DIST_DIR;
   const restartDownMs = options.restartDownMs ?? 3000;
   const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL'], options.redisCluster ?? process.env['REDIS_CLUSTER']);
-  const agent = createFakeAgent({ tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv() });
+  const agent = createExampleAgent({
+    tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv(),
+    modelDelayMs: options.modelDelayMs ?? modelDelayFromEnv(),
+    modelWords: options.modelWords ?? 60,
+    log,
+  });
   const handler = createLifelineHandler({
     agent,
     store: log,
@@ -125,7 +137,8 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
     }
     if (path.startsWith('/__lab/')) return labRoute(path, req, res);
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405).end();
-    serveStatic(distDir, path, res);
+    // The AI SDK page is its own entry (ai.html); every other route gets the hooks page.
+    serveStatic(distDir, path === '/ai' || path === '/ai/' ? '/ai.html' : path, res);
   });
 
   function labRoute(path: string, req: IncomingMessage, res: ServerResponse): void {

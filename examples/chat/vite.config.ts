@@ -2,11 +2,19 @@ import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 
-// `lifeline` and `lifeline/react` resolve through the package's own `exports` to dist/,
-// exactly what an app installing the package gets (so `npm run build` runs first).
+const page = (name: string): string => fileURLToPath(new URL(name, import.meta.url));
+
+// `lifeline`, `lifeline/react` and `lifeline/ai-sdk` resolve through the package's own
+// `exports` to dist/, exactly what an app installing the package gets (so `npm run build`
+// runs first). Two pages: index.html (Lifeline's hooks) and ai.html (the AI SDK's useChat).
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   plugins: [react()],
-  build: { outDir: 'dist', emptyOutDir: true, sourcemap: true },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    sourcemap: true,
+    rollupOptions: { input: { index: page('index.html'), ai: page('ai.html') } },
+  },
   logLevel: 'warn',
 });

@@ -51,3 +51,21 @@ export function conversationMessages(items: readonly ConversationItem[], order: 
   });
   return messages;
 }
+
+const streamingToolInput = (part: UIMessage['parts'][number]): boolean =>
+  (part.type.startsWith('tool-') || part.type === 'dynamic-tool') && 'state' in part && part.state === 'input-streaming';
+
+/**
+ * `messages` fit for a resume that replays their last (assistant) message from its first
+ * chunk. useChat continues into the last message, instead of replacing it, when that
+ * message holds a tool call whose input is still streaming (its path for transports that
+ * send only the rest; `@ai-sdk/react`'s hook does not pass `resumeStreamIsReplay` on), and
+ * the replay would then add every part a second time. Such a part is left out here: the
+ * replay brings it back at once.
+ */
+export function resumable(messages: UIMessage[]): UIMessage[] {
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant' || !last.parts.some(streamingToolInput)) return messages;
+  const parts = last.parts.filter((part) => !streamingToolInput(part));
+  return [...messages.slice(0, -1), ...(parts.length ? [{ ...last, parts }] : [])];
+}

@@ -7,7 +7,7 @@
 import type { ChatTransport, UIMessage } from 'ai';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
-import { conversationMessages } from './messages.js';
+import { conversationMessages, resumable } from './messages.js';
 import { sendStream } from './send-stream.js';
 import { turnStream } from './turn-stream.js';
 
@@ -67,9 +67,35 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
 
   const turnsOf = (chatId: string): TurnSnapshot[] => client.turns.getSnapshot().filter((turn) => turn.conversationId === chatId);
 
-  /** The chat's newest turn not yet delivered to a finished stream here. */
+  /**
+   * The turn of the chat's last message when that message is still on its way (sent by an
+   * earlier page, or by another tab, and not accepted yet): resolves once the server
+   * accepted it, with `undefined` if it fails or is withdrawn. `undefined` at once when the
+   * last message is answered or refused already.
+   */
+  function unanswered(chatId: string): Promise<string | undefined> | undefined {
+    const conversation = client.conversation(chatId);
+    const last = conversation.getSnapshot().items.at(-1);
+    if (last?.role !== 'user' || last.submission === undefined || last.submission.state === 'failed') return undefined;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const items = conversation.getSnapshot().items;
+        const at = items.findIndex((item) => item.key === last.key);
+        const answer = items[at + 1]?.turn;
+        if (at !== -1 && !answer && items[at]?.submission?.state !== 'failed') return;
+        stop();
+        resolve(at === -1 ? undefined : answer?.id);
+      };
+      const stop = conversation.subscribe(check);
+      check();
+    });
+  }
+
+  /** The chat's newest turn not yet delivered to a finished stream here (waiting for one still being sent). */
   async function undelivered(chatId: string): Promise<string | undefined> {
     await client.conversation(chatId).ready;
+    const sending = unanswered(chatId);
+    if (sending) return sending;
     const newest = turnsOf(chatId).at(-1);
     return newest && marks.get(chatId) !== newest.id ? newest.id : undefined;
   }
@@ -104,7 +130,9 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
       const conversation = client.conversation(chatId);
       await conversation.ready;
       const order = await listedOrder(client, chatId, options.listTimeoutMs ?? 3000, report);
-      return conversationMessages(conversation.getSnapshot().items, order);
+      const messages = conversationMessages(conversation.getSnapshot().items, order);
+      // The newest turn, when not delivered yet, is what the next reconnectToStream replays.
+      return marks.get(chatId) === messages.at(-1)?.id ? messages : resumable(messages);
     },
   };
 }

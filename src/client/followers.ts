@@ -42,6 +42,8 @@ interface TurnList {
   changed(): void;
   /** Drops a pending notification; none follows. */
   cancel(): void;
+  /** The next read rebuilds the list now, before the batched notification. */
+  refresh(): void;
 }
 
 /**
@@ -65,6 +67,7 @@ function createTurnList(followers: ReadonlyMap<string, TurnFollower>, schedule: 
     },
     changed: () => batcher.request(),
     cancel: () => batcher.cancel(),
+    refresh: () => (list = undefined),
   };
 }
 
@@ -85,18 +88,26 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     return follower;
   };
 
+  /** Storage reads of booting followers, by turn id: `hydrate` waits for those of its conversation, whoever started them. */
+  const booting = new Map<string, Promise<void>>();
+
   /**
    * Starts a follower once stored turns are loaded, from what storage holds of it;
    * `replayFirst` as {@link TurnFollower.start}, whose promise this answers.
    */
-  const boot = async (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
-    await ready();
-    if (signal.aborted || followers.get(follower.id) !== follower) return;
-    // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
-    const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
-    const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
-    if (stored && empty()) follower.restore(stored);
-    return follower.start(replayFirst);
+  const boot = (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
+    let wanted = false;
+    const read = (async () => {
+      await ready();
+      if (signal.aborted || followers.get(follower.id) !== follower) return;
+      // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
+      const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
+      const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
+      if (stored && empty()) follower.restore(stored);
+      wanted = true;
+    })().finally(() => booting.get(follower.id) === read && booting.delete(follower.id));
+    booting.set(follower.id, read);
+    return read.then(() => (wanted ? follower.start(replayFirst) : undefined));
   };
 
   return {
@@ -114,13 +125,25 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     },
     async hydrate(conversationId) {
       await ready();
+      const loading: Promise<void>[] = [];
       for (const record of signal.aborted ? [] : await persistence.loadConversation(conversationId)) {
-        if (signal.aborted || followers.has(record.id)) continue;
+        if (signal.aborted) continue;
+        if (followers.has(record.id)) {
+          // Held already, e.g. followed from an accepted outbox entry at start: maybe still reading storage.
+          const held = booting.get(record.id);
+          if (held) loading.push(held);
+          continue;
+        }
         const follower = create(record.id);
         // Folded: the row is the whole turn, nothing more to read.
         if (record.text !== undefined) follower.restore({ record, events: [] });
-        void boot(follower);
+        loading.push(boot(follower));
       }
+      // `conversation.ready` promises these turns in the snapshot: an unfolded one (ended just
+      // before a reload, or followed before this ran) has its events read by `boot`, and the
+      // list is rebuilt now, not at the next batched notification.
+      await Promise.all(loading);
+      if (loading.length > 0) list.refresh();
     },
     async adopt(turn) {
       // The list carries the message that started the turn (1.1): a new device shows it too.

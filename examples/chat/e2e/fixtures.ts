@@ -24,19 +24,32 @@ function newest(path: string): number {
   return latest;
 }
 
-function appIsFresh(): boolean {
-  const built = join(DIST_DIR, 'index.html');
+/** Where the StrictMode tests' development build of the app goes (React's dev build runs StrictMode's double effects). */
+export const DEV_DIST_DIR = fileURLToPath(new URL('../dist-dev/', import.meta.url));
+
+type Flavour = 'production' | 'development';
+
+function appIsFresh(outDir: string): boolean {
+  const built = join(outDir, 'ai.html');
   if (!existsSync(built)) return false;
-  const inputs = Math.max(newest(join(exampleDir, 'src')), newest(join(exampleDir, 'index.html')), newest(join(packageDist, 'react')), newest(join(packageDist, 'index.js')));
+  const inputs = Math.max(
+    newest(join(exampleDir, 'src')),
+    newest(join(exampleDir, 'index.html')),
+    newest(join(exampleDir, 'ai.html')),
+    newest(join(packageDist, 'react')),
+    newest(join(packageDist, 'ai-sdk')),
+    newest(join(packageDist, 'index.js')),
+  );
   return statSync(built).mtimeMs >= inputs;
 }
 
 /** Builds the app unless fresh; a lock directory keeps two workers from building at once. */
-async function ensureAppBuilt(): Promise<void> {
+export async function ensureAppBuilt(flavour: Flavour = 'production'): Promise<string> {
   if (!existsSync(join(packageDist, 'index.js'))) throw new Error('Build the package first: npm run build');
-  const lock = join(tmpdir(), `lifeline-example-build-${Buffer.from(exampleDir).toString('base64url').slice(-24)}`);
+  const outDir = flavour === 'production' ? DIST_DIR : DEV_DIST_DIR;
+  const lock = join(tmpdir(), `lifeline-example-build-${flavour}-${Buffer.from(exampleDir).toString('base64url').slice(-24)}`);
   for (;;) {
-    if (appIsFresh()) return;
+    if (appIsFresh(outDir)) return outDir;
     try {
       mkdirSync(lock);
     } catch {
@@ -46,7 +59,14 @@ async function ensureAppBuilt(): Promise<void> {
     }
     try {
       const { build } = await import('vite');
-      await build({ configFile: join(exampleDir, 'vite.config.ts'), logLevel: 'error' });
+      await build({
+        configFile: join(exampleDir, 'vite.config.ts'),
+        logLevel: 'error',
+        ...(flavour === 'development' && {
+          define: { 'process.env.NODE_ENV': JSON.stringify('development') },
+          build: { outDir: DEV_DIST_DIR, minify: false, sourcemap: false },
+        }),
+      });
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }

@@ -13,19 +13,19 @@ const SUGGESTIONS = [
 const contentText = (content: MessageContent | undefined): string =>
   typeof content === 'string' ? content : content === undefined ? '' : JSON.stringify(content);
 
-type Tone = 'neutral' | 'live' | 'warn' | 'good' | 'bad';
+export type Tone = 'neutral' | 'live' | 'warn' | 'good' | 'bad';
 
-function Chip({ tone, children }: { tone: Tone; children: string }) {
+export function Chip({ tone, children }: { tone: Tone; children: string }) {
   return <span className={`chip chip-${tone}`}>{children}</span>;
 }
 
-const RECOVERY_WORDS = {
+export const RECOVERY_WORDS = {
   resume: 'after a dropped connection',
   replay: 'from the server’s replay',
   reload: 'from this device after a reload',
 } as const;
 
-function turnChip(turn: TurnSnapshot): { tone: Tone; label: string } {
+export function turnChip(turn: TurnSnapshot): { tone: Tone; label: string } {
   switch (turn.status) {
     case 'pending':
       return { tone: 'live', label: 'Waiting for the first token' };
@@ -49,7 +49,7 @@ function turnChip(turn: TurnSnapshot): { tone: Tone; label: string } {
   }
 }
 
-function submissionChip(entry: OutboxEntry | undefined): { tone: Tone; label: string } {
+export function submissionChip(entry: OutboxEntry | undefined): { tone: Tone; label: string } {
   switch (entry?.state) {
     case 'queued':
       return entry.lastError
@@ -156,10 +156,9 @@ const FOLLOW_SLACK_PX = 40;
  * before new rows arrive (measured after, a tall new answer would look like the reader
  * had scrolled away). Sending a message follows again.
  */
-function useFollowBottom(scroller: React.RefObject<HTMLElement | null>, messages: UseConversationResult['messages']) {
+export function useFollowBottom(scroller: React.RefObject<HTMLElement | null>, userMessages: number) {
   const following = useRef(true);
   const [reading, setReading] = useState(false);
-  const userMessages = messages.filter((item) => item.role === 'user').length;
   const seenUserMessages = useRef(userMessages);
 
   const follow = () => {
@@ -197,7 +196,7 @@ export function MessageList({
 }) {
   const { messages, retry, discard, resend } = conversation;
   const scroller = useRef<HTMLElement>(null);
-  const { reading, follow, onScroll } = useFollowBottom(scroller, messages);
+  const { reading, follow, onScroll } = useFollowBottom(scroller, messages.filter((item) => item.role === 'user').length);
 
   const rows: React.ReactNode[] = [];
   let previousUser: ConversationItem | undefined;

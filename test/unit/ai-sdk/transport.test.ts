@@ -143,6 +143,31 @@ describe('createChatTransport', () => {
     expect(message).toEqual(await reference([user], turns[0]!.id));
   });
 
+  it('a message still queued when the page reloads: reconnectToStream waits for it to be accepted, then streams its answer', async () => {
+    const { open, server, proxy } = await setup(() => ({ kind: 'close' }));
+    const first = open();
+    const user = question('Weather in Lisbon, please?');
+    await send(first.transport, 'chat-queued', [user]);
+    await expect.poll(() => first.client.outbox.getSnapshot()[0]?.attempts ?? 0).toBeGreaterThanOrEqual(2);
+    first.client.dispose();
+
+    const second = open(first.store);
+    const reconnecting = second.transport.reconnectToStream({ chatId: 'chat-queued' });
+    let settled = false;
+    void reconnecting.then(() => (settled = true));
+    // The reloaded page tried to send it again and was refused: still waiting.
+    const attempts = (await second.store.loadOutbox()).items[0]?.attempts ?? 0;
+    await expect.poll(() => second.client.outbox.getSnapshot()[0]?.attempts ?? 0).toBeGreaterThan(attempts);
+    expect(settled).toBe(false);
+    proxy.setPlan(() => ({ kind: 'pass' }));
+    const stream = await reconnecting;
+    expect(stream).not.toBeNull();
+    const { message } = await read(stream!);
+    const turns = await server.log.listTurns('chat-queued', 'anonymous', 10);
+    expect(turns).toHaveLength(1);
+    expect(message).toEqual(await reference([user], turns[0]!.id));
+  });
+
   it('reconnects a reloaded page to the turn from its first chunk; concurrent calls share the turn, an aborted one only detaches', async () => {
     const { open, server } = await setup();
     const first = open();

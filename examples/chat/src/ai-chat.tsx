@@ -1,0 +1,151 @@
+/**
+ * The AI SDK page's chat: the real `useChat` over `lifeline/ai-sdk`'s transport. useChat
+ * holds the messages; Lifeline's own view of the same conversation (`useConversation`)
+ * says what the network is doing, which useChat never sees: a cut, a stall or an outage
+ * is repaired inside the stream it reads.
+ */
+import { useChat } from '@ai-sdk/react';
+import type { UIMessage } from 'ai';
+import type { OutboxEntry, TurnSnapshot } from 'lifeline';
+import type { LifelineChatTransport } from 'lifeline/ai-sdk';
+import type { UseConversationResult } from 'lifeline/react';
+import { useEffect, useRef } from 'react';
+import { AiPart } from './ai-parts.js';
+import { ChatStatusLine } from './ai-status.js';
+import { Composer } from './composer.js';
+import { Chip, RECOVERY_WORDS, submissionChip, turnChip, useFollowBottom } from './messages.js';
+
+const SUGGESTIONS = ['What is the weather in Bergen?', 'Should I pack an umbrella for Lisbon?', 'Is it warm enough for a swim in Nice?'];
+
+const textOf = (message: UIMessage): string => message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
+
+/** Lifeline's side of the conversation: turns by id (= assistant message id), submissions by user message id. */
+export interface LifelineView {
+  turns: ReadonlyMap<string, TurnSnapshot>;
+  submissions: ReadonlyMap<string, OutboxEntry>;
+}
+
+function lifelineView(conversation: UseConversationResult): LifelineView {
+  const turns = new Map<string, TurnSnapshot>();
+  const submissions = new Map<string, OutboxEntry>();
+  for (const item of conversation.messages) {
+    if (item.turn) turns.set(item.turn.id, item.turn);
+    const content = item.content ?? item.submission?.content;
+    if (item.submission && typeof content === 'object' && typeof content['id'] === 'string') submissions.set(content['id'], item.submission);
+  }
+  return { turns, submissions };
+}
+
+function UserBubble({ message, entry }: { message: UIMessage; entry: OutboxEntry | undefined }) {
+  const chip = submissionChip(entry);
+  return (
+    <article className="message user" data-message-role="user" data-message-id={message.id}>
+      <div className="bubble">{textOf(message)}</div>
+      <div className="meta">
+        <Chip tone={chip.tone}>{chip.label}</Chip>
+      </div>
+    </article>
+  );
+}
+
+function AssistantBubble({ message, turn, streaming }: { message: UIMessage; turn: TurnSnapshot | undefined; streaming: boolean }) {
+  const chip = turn && turnChip(turn);
+  return (
+    <article className="message assistant" data-message-role="assistant" data-message-id={message.id} data-status={turn?.status}>
+      <div className="avatar" aria-hidden="true">AI</div>
+      <div className="body">
+        {message.parts.map((part, index) => (
+          <AiPart key={index} part={part} streaming={streaming} />
+        ))}
+        <div className="meta">
+          {chip && <Chip tone={chip.tone}>{chip.label}</Chip>}
+          {turn?.recovered && turn.recovered.events > 0 && (
+            <Chip tone="good">{`Recovered ${turn.recovered.events} chunks ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
+          )}
+        </div>
+      </div>
+    </article>
+  );
+}
+
+export interface AiChatProps {
+  chatId: string;
+  initialMessages: UIMessage[];
+  transport: LifelineChatTransport;
+  conversation: UseConversationResult;
+  onFirstMessage: (text: string) => void;
+}
+
+export function AiChat({ chatId, initialMessages, transport, conversation, onFirstMessage }: AiChatProps) {
+  const { messages, sendMessage, status, error, stop } = useChat({ id: chatId, transport, messages: initialMessages, resume: true });
+  const lifeline = lifelineView(conversation);
+  const scroller = useRef<HTMLElement>(null);
+  const { reading, follow, onScroll } = useFollowBottom(scroller, messages.filter((m) => m.role === 'user').length);
+  // Whether the stream useChat reads was opened by a send on this page (else it is a resume).
+  const sentHere = useRef(false);
+  const busy = status === 'submitted' || status === 'streaming';
+  if (!busy) sentHere.current = false;
+
+  // What the tests (and a curious reader in the console) look at.
+  useEffect(() => {
+    Object.assign(window, { lifelineChat: { chatId, messages, status } });
+  });
+
+  const send = (text: string) => {
+    sentHere.current = true;
+    if (messages.length === 0) onFirstMessage(text);
+    void sendMessage({ text });
+  };
+  // useChat's stop() aborts the stream it reads: for a send, the transport cancels the turn
+  // (or withdraws a message still queued); for a resumed stream it would only detach, so the
+  // turn is cancelled through the transport and its stream ends by itself.
+  const onStop = () => (sentHere.current ? void stop() : void transport.cancel(chatId));
+
+  const last = messages.at(-1);
+  const waiting = busy && last?.role === 'user';
+  return (
+    <>
+      <section className="messages" ref={scroller} onScroll={onScroll} data-conversation-id={chatId} aria-label="Messages">
+        {messages.length === 0 ? (
+          <div className="empty">
+            <h1>useChat that survives the network</h1>
+            <p>
+              This page runs the AI SDK’s own <code>useChat</code> over Lifeline. Ask about the weather: the model thinks, calls a tool, then
+              answers. Cut, stall or restart the connection mid-answer, or reload the page — the message ends whole, with no part twice.
+            </p>
+            <div className="suggestions">
+              {SUGGESTIONS.map((s) => (
+                <button key={s} type="button" className="suggestion" onClick={() => send(s)}>
+                  {s}
+                </button>
+              ))}
+            </div>
+          </div>
+        ) : (
+          messages.map((message, index) =>
+            message.role === 'user' ? (
+              <UserBubble key={message.id} message={message} entry={lifeline.submissions.get(message.id)} />
+            ) : (
+              <AssistantBubble key={message.id} message={message} turn={lifeline.turns.get(message.id)} streaming={busy && index === messages.length - 1} />
+            ),
+          )
+        )}
+        {waiting && (
+          <article className="message assistant" data-message-role="assistant" data-status="sending">
+            <div className="avatar" aria-hidden="true">AI</div>
+            <div className="body">
+              <div className="text placeholder" />
+            </div>
+          </article>
+        )}
+        {reading && (
+          <button type="button" className="button small jump-latest" onClick={follow}>
+            Jump to latest <span aria-hidden="true">↓</span>
+          </button>
+        )}
+      </section>
+      <ChatStatusLine status={status} error={error} last={last} lifeline={lifeline} onStop={onStop} />
+      <Composer onSend={send} busy={busy} placeholder="Ask about the weather — try “What is the weather in Bergen?”" />
+    </>
+  );
+}
