@@ -44,7 +44,7 @@ export const BUDGETS = {
   'lifeline (without zod)': 23.5 * KB,
   'lifeline/react': 2 * KB,
   // Type-only imports of `ai`: none of its code is in this entry.
-  'lifeline/ai-sdk': 4 * KB,
+  'lifeline/ai-sdk': 4.5 * KB,
 };
 
 /** Product targets printed beside the enforced budgets (min+gz bytes). */
