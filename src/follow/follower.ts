@@ -79,7 +79,7 @@ class Follower implements TurnFollower {
         deps.persistence.append(id, event);
         this.#consumers.deliver(event);
         // The leader relays whatever it applied, stream or replay, so watchers replay only to fill gaps of their own.
-        if (from !== 'relay') this.#share?.relay(() => this.#intake.turn.lastSeq, raw ?? event);
+        if (from !== 'relay') this.#share?.relay(raw ?? event);
       },
       changed: () => this.#changed(),
       heard: () => (this.#heard = deps.now()),
@@ -292,14 +292,18 @@ class Follower implements TurnFollower {
     this.#dispatch({ kind: this.#deps.network.online() ? 'online' : 'offline' });
     this.#share?.leave();
     this.#intake.joined();
-    this.#share = joinTurnShare(`lifeline-turn:${this.#deps.namespace}:${this.id}`, {
-      onLead: (shared) => {
-        if (shared) this.#report.tell('shared', { role: 'leader' });
-        this.#dispatch({ kind: 'role', role: 'leader' });
+    this.#share = joinTurnShare(
+      `lifeline-turn:${this.#deps.namespace}:${this.id}`,
+      {
+        onLead: (shared) => {
+          if (shared) this.#report.tell('shared', { role: 'leader' });
+          this.#dispatch({ kind: 'role', role: 'leader' });
+        },
+        onBatch: (lastSeq, batch) => this.#intake.takeRelayed(lastSeq, batch),
+        onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
       },
-      onBatch: (lastSeq, batch) => this.#intake.takeRelayed(lastSeq, batch),
-      onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
-    });
+      () => this.#intake.turn.lastSeq,
+    );
     this.#dispatch({ kind: 'role', role: this.#share ? 'watcher' : 'solo' });
   }
 

@@ -46,7 +46,7 @@ export function openStream(host: RequestHost, attempt: number): void {
     onMessage: (data) => {
       host.heard();
       // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
-      if (data === undefined) return host.share()?.relay(() => intake.turn.lastSeq);
+      if (data === undefined) return host.share()?.relay();
       return intake.take(decodeEvent(data, limits, id), 'stream', data);
     },
   }).then((end) => {

@@ -28,7 +28,7 @@ export interface TurnShare {
    * `undefined`: a heartbeat, which keeps the watchers' watchdogs quiet) once this task
    * ends, batched with the others of the task.
    */
-  relay(lastSeq: () => number, data?: string | object): void;
+  relay(data?: string | object): void;
   /** Leaves the group: lets the lock go (or withdraws the queued request). */
   leave(): void;
 }
@@ -38,7 +38,7 @@ export interface TurnShare {
  * BroadcastChannel; happy-dom and some embedded browsers expose `navigator.locks` as null).
  * Until `onLead`, the tab watches.
  */
-export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnShare | undefined {
+export function joinTurnShare(name: string, handlers: TurnShareHandlers, lastSeq: () => number): TurnShare | undefined {
   const locks = globalThis.navigator?.locks;
   if (!locks || !globalThis.BroadcastChannel) return undefined;
   const channel = new BroadcastChannel(name);
@@ -69,7 +69,7 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers): TurnSh
   });
 
   return {
-    relay(lastSeq, data) {
+    relay(data) {
       if (!watched || !leading) return;
       if (!outgoing) {
         outgoing = [];
