@@ -64,15 +64,21 @@ async function rig() {
 
 const roles = (tab: Followed): string[] => tab.ofType('shared').map((d) => d.role);
 
+/** Every message any tab posts on a BroadcastChannel, in order (still delivered). */
+function recordPosts(): unknown[] {
+  const posted: unknown[] = [];
+  const post = BroadcastChannel.prototype.postMessage;
+  vi.spyOn(BroadcastChannel.prototype, 'postMessage').mockImplementation(function (this: BroadcastChannel, message: unknown) {
+    posted.push(message);
+    post.call(this, message);
+  });
+  return posted;
+}
+
 describe('tabs share one stream per turn', () => {
   it('one stream for two tabs; a late watcher repairs through replay; the survivor resumes from its own cursor (T= in both)', async () => {
     vi.stubGlobal('navigator', { locks: fakeLocks() });
-    const posted: unknown[] = [];
-    const post = BroadcastChannel.prototype.postMessage;
-    vi.spyOn(BroadcastChannel.prototype, 'postMessage').mockImplementation(function (this: BroadcastChannel, message: unknown) {
-      posted.push(message);
-      post.call(this, message);
-    });
+    const posted = recordPosts();
     const { server, turnId, control, tab } = await rig();
     const leaderStreams: Stream[] = [];
     const watcherStreams: Stream[] = [];
@@ -115,12 +121,7 @@ describe('tabs share one stream per turn', () => {
 
   it('the leader relays what it applied by replay too: a watcher makes no request of its own', async () => {
     vi.stubGlobal('navigator', { locks: fakeLocks() });
-    const posted: unknown[] = [];
-    const post = BroadcastChannel.prototype.postMessage;
-    vi.spyOn(BroadcastChannel.prototype, 'postMessage').mockImplementation(function (this: BroadcastChannel, message: unknown) {
-      posted.push(message);
-      post.call(this, message);
-    });
+    const posted = recordPosts();
     const { server, turnId, control } = await rig();
     await control.delta('made ');
     await control.delta('while ');
