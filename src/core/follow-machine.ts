@@ -10,7 +10,7 @@
 import { FRESH_BACKOFF } from './backoff.js';
 import { abortAll, stallLimitMs } from './follow-state.js';
 import { StepRules } from './follow-rules.js';
-import type { FollowEnv, FollowInput, FollowState, Transition } from './follow-types.js';
+import type { FollowEnv, FollowInput, FollowState, ReplayCause, Transition } from './follow-types.js';
 import { TransportError } from '../errors.js';
 
 export { initialFollowState, stallLimitMs } from './follow-state.js';
@@ -99,7 +99,6 @@ class FollowStep extends StepRules {
   }
 
   /** Decides the main loop's next step from the state: the one place that starts requests and waits. */
-
   protected next(): void {
     const s = this.state;
     this.do({ kind: 'clear', timer: 'retry' });
@@ -129,13 +128,11 @@ class FollowStep extends StepRules {
   }
 
   /** Arms the stall watchdog afresh for the request (or relay) just started. */
-
   #watch(): void {
     this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env), fresh: true });
   }
 
   /** Ends every request and timer; the loop stays `idle` until started again. */
-
   #stop(): void {
     const s = this.state;
     if (!s.following && s.phase !== 'done') return;
@@ -144,8 +141,7 @@ class FollowStep extends StepRules {
   }
 
   /** Aborts what runs and replays next: one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
-
-  protected requestReplay(cause?: string): void {
+  protected requestReplay(cause?: ReplayCause): void {
     const s = this.state;
     if (!s.replay) {
       this.set({ replay: true, replayed: 0, misses: 0, cut: false, status: 'recovering', connection: 'idle' });
@@ -160,7 +156,6 @@ class FollowStep extends StepRules {
     }
   }
 
-
   #opened(lastEventId: number, heartbeatMs: number | undefined): void {
     if (this.state.phase !== 'connecting') return;
     this.set({ phase: 'streaming', connection: 'open', authRetried: false, heartbeatMs: heartbeatMs ?? this.state.heartbeatMs, status: this.live() });
@@ -169,7 +164,6 @@ class FollowStep extends StepRules {
     // The announced heartbeat may shorten the watchdog: counted from the last sound heard.
     this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env) });
   }
-
 
   #progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
     const s = this.state;
@@ -182,7 +176,6 @@ class FollowStep extends StepRules {
       this.say({ type: 'recovered', path: 'resume', events: 0 });
     }
   }
-
 
   #page(applied: number, more: boolean): void {
     const s = this.state;
@@ -201,14 +194,12 @@ class FollowStep extends StepRules {
   }
 
   /** `recover()`: replays the log next to a healthy main loop; both merge by seq. */
-
   #recover(): void {
     const s = this.state;
     if (!s.following || s.replay || s.alongside || s.phase === 'settling') return this.do({ kind: 'release' });
     this.set({ alongside: true, alongsideReplayed: 0 });
     this.do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
   }
-
 
   #alongsidePage(applied: number, more: boolean): void {
     const s = this.state;
@@ -225,12 +216,10 @@ class FollowStep extends StepRules {
   }
 
   /** The alongside replay failed or hung: the main loop replays instead (backoff, budget, a visible give-up). */
-
   #alongsideFailed(): void {
     if (!this.state.alongside) return;
     this.requestReplay('alongside-failed');
   }
-
 
   #timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
     const s = this.state;

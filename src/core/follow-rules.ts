@@ -7,7 +7,7 @@
 import { backoffStep } from './backoff.js';
 import type { Failure } from './failure-policy.js';
 import { abortAll, REPLAY_AFTER_CLOSES, REPLAY_AFTER_FAILURES } from './follow-state.js';
-import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowState } from './follow-types.js';
+import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowState, ReplayCause } from './follow-types.js';
 import { ProtocolError, TransportError, type LifelineError } from '../errors.js';
 
 /**
@@ -24,7 +24,7 @@ export abstract class StepRules {
   /** Decides the main loop's next step from the state. */
   protected abstract next(): void;
   /** Aborts what runs and replays the log next. */
-  protected abstract requestReplay(cause?: string): void;
+  protected abstract requestReplay(cause?: ReplayCause): void;
 
   protected set(patch: Partial<FollowState>): void {
     this.state = { ...this.state, ...patch };
@@ -36,13 +36,11 @@ export abstract class StepRules {
     this.do({ kind: 'say', notice });
   }
 
-
   protected live(): 'pending' | 'streaming' {
     return this.state.hasEvents ? 'streaming' : 'pending';
   }
 
   /** A main-loop request failed: back off, re-read headers, rebuild, replay, or give up. */
-
   protected failed(failure: Failure, closed: boolean): void {
     const s = this.state;
     if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying') return;
@@ -76,7 +74,6 @@ export abstract class StepRules {
   }
 
   /** Waits a backoff delay (the server's `retry:` is never used: our policy paces every retry). */
-
   protected retryLater(failure: Failure, scope: 'stream' | 'replay'): void {
     const s = this.state;
     const { now, random, config } = this.env;
@@ -89,7 +86,6 @@ export abstract class StepRules {
     this.say({ type: 'retry', scope, attempt: backoff.attempt, delayMs: delay, cause: failure.error });
     this.do({ kind: 'arm', timer: 'retry', ms: delay, fresh: true });
   }
-
 
   protected verified(input: Extract<FollowInput, { kind: 'verified' }>): void {
     const s = this.state;
@@ -106,13 +102,11 @@ export abstract class StepRules {
   }
 
   /** Throws the local copy away and replays the whole log. */
-
   protected rebuild(): void {
     this.do({ kind: 'discard' });
     this.set({ hasEvents: false, ended: false });
     this.requestReplay('rebuild');
   }
-
 
   protected fail(cause: LifelineError, scope: 'stream' | 'replay'): void {
     // Bad data and a turn the server no longer has stay failed; auth and network trouble may pass.
@@ -121,7 +115,6 @@ export abstract class StepRules {
     if (final) this.do({ kind: 'fold', error: cause });
     this.finish('failed', cause, !final);
   }
-
 
   protected finish(status: 'complete' | 'failed' | 'cancelled', error: LifelineError | undefined, revivable: boolean): void {
     this.do(...abortAll(), { kind: 'leave' }, { kind: 'release' }, { kind: 'settle' });
