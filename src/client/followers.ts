@@ -71,6 +71,40 @@ function createTurnList(followers: ReadonlyMap<string, TurnFollower>, schedule: 
   };
 }
 
+/** What booting a follower needs from the registry. */
+interface BootContext {
+  ready: () => Promise<void>;
+  signal: AbortSignal;
+  persistence: FollowerDeps['persistence'];
+  /** The follower is still the registry's one for its id (not cleared meanwhile). */
+  current(follower: TurnFollower): boolean;
+}
+
+/**
+ * Starts followers once stored turns are loaded, from what storage holds of them, and
+ * keeps their storage reads by turn id: `hydrate` waits for those of its conversation,
+ * whoever started them.
+ */
+function createBooter({ ready, signal, persistence, current }: BootContext) {
+  const booting = new Map<string, Promise<void>>();
+  /** `replayFirst` as {@link TurnFollower.start}, whose promise this answers. */
+  const boot = (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
+    let wanted = false;
+    const read = (async () => {
+      await ready();
+      if (signal.aborted || !current(follower)) return;
+      // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
+      const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
+      const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
+      if (stored && empty()) follower.restore(stored);
+      wanted = true;
+    })().finally(() => booting.get(follower.id) === read && booting.delete(follower.id));
+    booting.set(follower.id, read);
+    return read.then(() => (wanted ? follower.start(replayFirst) : undefined));
+  };
+  return { boot, booting: booting as ReadonlyMap<string, Promise<void>> };
+}
+
 /**
  * `ready` resolves once stored turns are loaded (`client.ready`); `signal` aborts when the
  * client is disposed.
@@ -88,27 +122,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     return follower;
   };
 
-  /** Storage reads of booting followers, by turn id: `hydrate` waits for those of its conversation, whoever started them. */
-  const booting = new Map<string, Promise<void>>();
-
-  /**
-   * Starts a follower once stored turns are loaded, from what storage holds of it;
-   * `replayFirst` as {@link TurnFollower.start}, whose promise this answers.
-   */
-  const boot = (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
-    let wanted = false;
-    const read = (async () => {
-      await ready();
-      if (signal.aborted || followers.get(follower.id) !== follower) return;
-      // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
-      const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
-      const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
-      if (stored && empty()) follower.restore(stored);
-      wanted = true;
-    })().finally(() => booting.get(follower.id) === read && booting.delete(follower.id));
-    booting.set(follower.id, read);
-    return read.then(() => (wanted ? follower.start(replayFirst) : undefined));
-  };
+  const { boot, booting } = createBooter({ ready, signal, persistence, current: (follower) => followers.get(follower.id) === follower });
 
   return {
     followers,
