@@ -3,13 +3,11 @@
  * transition there) and carries out its effects: the stream attempt, replay pages, the
  * named timers, the integrity check, tab sharing. One instance per turn id per client.
  *
- * Every event, whatever brought it (stream, replay, another tab, storage), goes through
- * `#take` and the pure reducer, so each seq is applied exactly once, in order. That hot
- * path calls the reducer and storage directly; the machine hears only an attempt's first
- * progress, gaps and the end.
+ * Events never go through the machine: `intake.ts` applies each one (the hot path) and
+ * reports only an attempt's first progress, gaps and the end.
  */
 import { transition, initialFollowState } from '../core/follow-machine.js';
-import type { FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
+import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
 import { asLifelineError, ProtocolError } from '../errors.js';
@@ -38,6 +36,8 @@ class Follower implements TurnFollower {
   #intake: TurnIntake;
   #requests: RequestHost;
   #machine: FollowState = initialFollowState();
+  /** The settings the machine reads, from the app's options (fixed for the follower's life). */
+  #config: FollowConfig;
   #runner: EffectRunner;
   #inbox: FollowInput[] = [];
   #dispatching = false;
@@ -59,6 +59,7 @@ class Follower implements TurnFollower {
   constructor(id: string, deps: FollowerDeps) {
     this.id = id;
     this.#deps = deps;
+    this.#config = { retry: deps.retry, firstEventMs: deps.stall.firstEventMs, idleMs: deps.stall.idleMs };
     // Ids match the protocol's id pattern: they need no escaping.
     this.#path = '/turns/' + id;
     this.#report = new TurnReport({
@@ -208,10 +209,9 @@ class Follower implements TurnFollower {
     try {
       for (let next; (next = this.#inbox.shift()); ) {
         const before = this.#machine;
-        const { now, random, stall, retry } = this.#deps;
         // One clock reading per transition: a retry's `at` plus its delay is exactly `nextRetryAt`.
-        const at = now();
-        const step = transition(before, next, { now: at, random: random(), config: { retry, firstEventMs: stall.firstEventMs, idleMs: stall.idleMs } });
+        const at = this.#deps.now();
+        const step = transition(before, next, { now: at, random: this.#deps.random(), config: this.#config });
         this.#machine = step.state;
         if (visiblyChanged(before, step.state)) this.#changed();
         for (const effect of step.effects) this.#run(effect, at);
@@ -306,5 +306,4 @@ class Follower implements TurnFollower {
     );
     this.#dispatch({ kind: 'role', role: this.#share ? 'watcher' : 'solo' });
   }
-
 }
