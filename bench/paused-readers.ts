@@ -13,10 +13,10 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createLifelineHandler } from '../src/server/handler.js';
-import { createMemoryTurnLog } from '../src/server/memory-turn-log.js';
-import { toNodeListener } from '../src/server/node.js';
-import type { Agent } from '../src/server/agent.js';
+import { createLifelineHandler } from '../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../src/server/log/memory/index.js';
+import { toNodeListener } from '../src/server/node/index.js';
+import type { Agent } from '../src/server/producer/agent.js';
 import { fixed, int } from './lib/stats.js';
 
 setFlagsFromString('--expose-gc');

@@ -6,7 +6,7 @@
  * (its configured backoff floor for a first retry: up to `firstRetryJitterMs`, default 100).
  */
 import { isStreamRequest, startFaultProxy } from '../test/fixtures/fault-proxy.js';
-import type { Agent } from '../src/server/agent.js';
+import type { Agent } from '../src/server/producer/agent.js';
 import type { BenchServer } from './lib/bench-server.js';
 import { createPrng } from './lib/prng.js';
 import { startReference } from './lib/reference.js';

@@ -10,10 +10,10 @@
  */
 import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
-import { createLifelineHandler } from '../src/server/handler.js';
-import { serve, type ServedHandler } from '../src/server/node.js';
-import { createRedisTurnLog } from '../src/server/redis-turn-log.js';
-import type { TurnLog } from '../src/server/turn-log.js';
+import { createLifelineHandler } from '../src/server/http/handler.js';
+import { serve, type ServedHandler } from '../src/server/node/index.js';
+import { createRedisTurnLog } from '../src/server/log/redis/index.js';
+import type { TurnLog } from '../src/server/log/turn-log.js';
 import { startRedisCluster } from '../test/fixtures/redis-cluster.js';
 import { startRedisServer } from '../test/fixtures/redis.js';
 import { fixed, int, quantile } from './lib/stats.js';

@@ -6,13 +6,13 @@
  * before the stall to the turn's completion, and how much of it lies beyond the timeout.
  */
 import { isStreamRequest, startFaultProxy } from '../test/fixtures/fault-proxy.js';
-import type { Agent } from '../src/server/agent.js';
+import type { Agent } from '../src/server/producer/agent.js';
 import type { BenchServer } from './lib/bench-server.js';
 import { createPrng } from './lib/prng.js';
 import { startReference } from './lib/reference.js';
 import { fixed, median, quantile } from './lib/stats.js';
 import { HEARTBEAT_FACTOR, MIN_STALL_MS } from '../src/core/follow-state.js';
-import { DEFAULT_HEARTBEAT_MS } from '../src/server/handler.js';
+import { DEFAULT_HEARTBEAT_MS } from '../src/server/http/handler.js';
 import type { TimelineConfig, TimelineResult } from './pages/follow-timeline.js';
 
 const IDLE_MS = 1000;

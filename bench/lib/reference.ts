@@ -3,11 +3,11 @@
  * `createLifelineHandler` with a memory log, as a node listener to mount under `/api`,
  * plus a direct submit that skips HTTP.
  */
-import { createLifelineHandler, type LifelineHandler } from '../../src/server/handler.js';
-import { createMemoryTurnLog } from '../../src/server/memory-turn-log.js';
-import { toNodeListener, type NodeListener } from '../../src/server/node.js';
-import type { Agent } from '../../src/server/agent.js';
-import type { TurnLog } from '../../src/server/turn-log.js';
+import { createLifelineHandler, type LifelineHandler } from '../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../src/server/log/memory/index.js';
+import { toNodeListener, type NodeListener } from '../../src/server/node/index.js';
+import type { Agent } from '../../src/server/producer/agent.js';
+import type { TurnLog } from '../../src/server/log/turn-log.js';
 import type { SubmitAnswer } from '../../src/protocol/schemas.js';
 
 export interface Reference {

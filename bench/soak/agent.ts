@@ -4,7 +4,7 @@
  * `propose_personas` action, and keeps talking while faults planned for its turn are
  * still waiting for a connection to hit, so every scheduled fault gets its chance.
  */
-import type { Agent, AgentEvent } from '../../src/server/agent.js';
+import type { Agent, AgentEvent } from '../../src/server/producer/agent.js';
 import type { JsonValue } from '../../src/protocol/schemas.js';
 import { sleep } from '../../src/runtime/sleep.js';
 import { createPrng } from '../lib/prng.js';

@@ -5,7 +5,7 @@
  * boundaries for that). Byte-level faults (reset, stall, close) belong to the fault
  * proxy in front of the server.
  */
-import type { FetchHandler } from '../../src/server/node.js';
+import type { FetchHandler } from '../../src/server/node/index.js';
 import { soakIndexOf } from './agent.js';
 import type { FaultBook } from './fault-book.js';
 import type { Fault } from './schedule.js';

@@ -9,10 +9,10 @@
  */
 import { startPageServer, type PageServer } from '../../test/browser/fixtures/page-server.js';
 import { isStreamRequest, startFaultProxy, type FaultPlan, type FaultProxy, type ProxiedConnection, type RequestInfo } from '../../test/fixtures/fault-proxy.js';
-import { createLifelineHandler } from '../../src/server/handler.js';
-import { createMemoryTurnLog } from '../../src/server/memory-turn-log.js';
-import { toNodeListener } from '../../src/server/node.js';
-import type { TurnLog } from '../../src/server/turn-log.js';
+import { createLifelineHandler } from '../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../src/server/log/memory/index.js';
+import { toNodeListener } from '../../src/server/node/index.js';
+import type { TurnLog } from '../../src/server/log/turn-log.js';
 import { soakAgent, soakIndexOf } from './agent.js';
 import type { FaultBook } from './fault-book.js';
 import { withInjectedFaults, type InjectorLog } from './injector.js';

@@ -5,9 +5,9 @@
  */
 import type { UIMessage, UIMessageChunk } from 'ai';
 import type { ConversationItem, TurnSnapshot } from '../types.js';
-import { createChunkReplayer } from './mapping.js';
-import { buildUIMessage } from './ui-message.js';
-import { userMessage } from './user-message.js';
+import { createChunkReplayer } from '../protocol/ai-sdk/mapping.js';
+import { buildUIMessage } from '../protocol/ai-sdk/ui-message.js';
+import { userMessage } from '../protocol/ai-sdk/user-message.js';
 
 /** The assistant message a turn shows so far; `undefined` while it has nothing. */
 export function assistantMessage(turn: TurnSnapshot): UIMessage | undefined {

@@ -7,7 +7,7 @@
 import type { UIMessageChunk } from 'ai';
 import type { JsonValue, TurnEvent } from '../protocol/schemas.js';
 import type { Turn, TurnSnapshot } from '../types.js';
-import { createChunkReplayer, type ChunkReplayer } from './mapping.js';
+import { createChunkReplayer, type ChunkReplayer } from '../protocol/ai-sdk/mapping.js';
 
 export interface TurnStreamOptions {
   /** Aborting ends the stream without cancelling anything (the turn goes on). */

@@ -76,7 +76,7 @@ const installed = (...path: string[]) => join(apps.app, 'node_modules', 'lifelin
 describe('the packed package', () => {
   it('builds on pack and ships dist/, the sources its maps name, LICENSE and README only', () => {
     const files = packed!.files;
-    for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/react/index.js', 'dist/server/index.js', 'dist/server/node.js', 'dist/server/redis-turn-log.js']) {
+    for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/react/index.js', 'dist/server/index.js', 'dist/server/node/index.js', 'dist/server/log/redis/index.js']) {
       expect(files, required).toContain(required);
     }
     expect(files.filter((file) => !/^(dist|src)\/|^(LICENSE|README\.md|package\.json)$/.test(file))).toEqual([]);
@@ -186,7 +186,7 @@ describe('the documentation', () => {
   });
 
   it("documents every option's default in the declarations the package ships", () => {
-    const roots = ['index', 'react/index', 'server/index', 'server/node', 'server/redis-turn-log'].map((entry) => `node_modules/lifeline/dist/${entry}.d.ts`);
+    const roots = ['index', 'react/index', 'server/index', 'server/node/index', 'server/log/redis/index'].map((entry) => `node_modules/lifeline/dist/${entry}.d.ts`);
     const program = createProgram(apps.app, { ...STRICT, ...NODENEXT }, roots);
     const checker = program.getTypeChecker();
     const undocumented: string[] = [];

@@ -5,11 +5,11 @@
  * `lifeline/ai-sdk`. Needs `ai` (5 to 7) only for its types.
  */
 import type { UIMessage, UIMessageChunk } from 'ai';
-import { createChunkLogger, createChunkReplayer } from '../../ai-sdk/mapping.js';
-import { buildUIMessage } from '../../ai-sdk/ui-message.js';
-import { userMessage } from '../../ai-sdk/user-message.js';
-import type { Agent, AgentContext, AgentEvent } from '../agent.js';
-import type { StoredTurn, TurnLog } from '../turn-log.js';
+import { createChunkLogger, createChunkReplayer } from '../../protocol/ai-sdk/mapping.js';
+import { buildUIMessage } from '../../protocol/ai-sdk/ui-message.js';
+import { userMessage } from '../../protocol/ai-sdk/user-message.js';
+import type { Agent, AgentContext, AgentEvent } from '../producer/agent.js';
+import type { StoredTurn, TurnLog } from '../log/turn-log.js';
 
 /** What a {@link UIMessageProducer} gets: the agent context plus the conversation as `UIMessage`s. */
 export interface UIMessageAgentContext extends AgentContext {

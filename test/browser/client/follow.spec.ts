@@ -8,11 +8,11 @@
 import { expect, test, type Page } from '@playwright/test';
 import type * as Lifeline from '../../../src/index.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
-import type { Agent } from '../../../src/server/agent.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
-import { toNodeListener } from '../../../src/server/node.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
+import { toNodeListener } from '../../../src/server/node/index.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, PERSONAS, textAgent } from '../../fixtures/agents.js';
 import { isStreamRequest, seededRandom, startFaultProxy, type FaultPlan, type FaultProxy, type RequestInfo } from '../../fixtures/fault-proxy.js';
 import { replayAll, submitMessage, textOf, waitForTurnEnd } from '../../fixtures/server.js';

@@ -9,9 +9,9 @@
  */
 import { expect, test, type Page } from '@playwright/test';
 import type * as Lifeline from '../../../src/index.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
-import { toNodeListener } from '../../../src/server/node.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
+import { toNodeListener } from '../../../src/server/node/index.js';
 import { controlledAgent, type ControlledAgent } from '../../fixtures/agents.js';
 import { isStreamRequest, startFaultProxy, type FaultProxy } from '../../fixtures/fault-proxy.js';
 import { replayAll, submitMessage, textOf } from '../../fixtures/server.js';

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { expect, test, type Page } from '@playwright/test';
 import type * as Lifeline from '../../../src/index.js';
 import { listAnswerSchema } from '../../../src/protocol/schemas.js';
-import { toNodeListener } from '../../../src/server/node.js';
+import { toNodeListener } from '../../../src/server/node/index.js';
 import { startTestServer, type TestServer } from '../../fixtures/server.js';
 import { startPageServer, type PageServer } from '../fixtures/page-server.js';
 

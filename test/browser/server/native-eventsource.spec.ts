@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { expect, test } from '@playwright/test';
 import { turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { toNodeListener, type NodeListener } from '../../../src/server/node.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { toNodeListener, type NodeListener } from '../../../src/server/node/index.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { createSocketTracker, replayAll, submitMessage, textOf } from '../../fixtures/server.js';
 import { startPageServer } from '../fixtures/page-server.js';

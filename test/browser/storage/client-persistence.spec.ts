@@ -9,9 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { expect, test, type Page } from '@playwright/test';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { toNodeListener } from '../../../src/server/node.js';
-import type { Agent } from '../../../src/server/agent.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { toNodeListener } from '../../../src/server/node/index.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
 import { controlledAgent, textAgent } from '../../fixtures/agents.js';
 import { replayAll, submitMessage, textOf } from '../../fixtures/server.js';
 import { startPageServer, type PageServer } from '../fixtures/page-server.js';

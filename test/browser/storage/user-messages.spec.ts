@@ -4,8 +4,8 @@
  * IndexedDB, although the outbox entry is gone by then.
  */
 import { expect, test, type Page } from '@playwright/test';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { toNodeListener } from '../../../src/server/node.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { toNodeListener } from '../../../src/server/node/index.js';
 import { textAgent } from '../../fixtures/agents.js';
 import { startPageServer } from '../fixtures/page-server.js';
 import { allFailures, openPage, watchFailures } from './helpers.js';

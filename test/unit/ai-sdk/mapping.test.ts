@@ -2,8 +2,8 @@
 import fc from 'fast-check';
 import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { createChunkLogger, createChunkReplayer, type LoggedChunk } from '../../../src/ai-sdk/mapping.js';
-import { buildUIMessage } from '../../../src/ai-sdk/ui-message.js';
+import { createChunkLogger, createChunkReplayer, type LoggedChunk } from '../../../src/protocol/ai-sdk/mapping.js';
+import { buildUIMessage } from '../../../src/protocol/ai-sdk/ui-message.js';
 import { reduceEvents, turnParts } from '../../../src/core/turn-reducer.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { anyChunk, referenceMessage, validStream } from './chunks.js';

@@ -10,7 +10,7 @@ import { streamAnswer } from '../../../examples/chat/ai-model.js';
 import { createChatTransport } from '../../../src/ai-sdk/index.js';
 import { createLifeline } from '../../../src/client.js';
 import { uiMessageAgent } from '../../../src/server/ai-sdk/index.js';
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import { createMemoryStore, type MemoryStore } from '../../../src/storage/memory-store.js';
 import { isStreamRequest, startFaultProxy, type FaultPlan, type FaultProxy } from '../../fixtures/fault-proxy.js';
 import { startTestServer, waitForTurnEnd } from '../../fixtures/server.js';

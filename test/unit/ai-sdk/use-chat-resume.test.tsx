@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createChatTransport } from '../../../src/ai-sdk/index.js';
 import { createLifeline } from '../../../src/client.js';
 import { uiMessageAgent } from '../../../src/server/ai-sdk/index.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
 import { createMemoryStore, type MemoryStore } from '../../../src/storage/memory-store.js';
 import type { LifelineClient } from '../../../src/types.js';
 

@@ -2,7 +2,7 @@
 import './support/dom-shim.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLifeline } from '../../../src/client.js';
-import type { Agent } from '../../../src/server/agent.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
 import { startTestServer, submitMessage } from '../../fixtures/server.js';
 import { FAST_RETRY, follow } from './support/follow.js';
 

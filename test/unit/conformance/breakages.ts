@@ -3,7 +3,7 @@
  * Request/Response: each breaks one rule of PROTOCOL.md so a test can prove the
  * conformance suite notices.
  */
-import type { LifelineHandler } from '../../../src/server/handler.js';
+import type { LifelineHandler } from '../../../src/server/http/handler.js';
 
 /** A handler around the reference one. */
 export type Breakage = (request: Request, handler: LifelineHandler) => Promise<Response>;

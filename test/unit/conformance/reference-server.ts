@@ -2,11 +2,11 @@
  * The reference server with the conformance agent, on 127.0.0.1 (base `/api`), fast
  * timings for tests, and optionally one of the {@link breakages} wrapped around it.
  */
-import { conformanceAgent } from '../../../src/server/conformance-agent.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { serve } from '../../../src/server/node.js';
-import type { Agent } from '../../../src/server/agent.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import { conformanceAgent } from '../../../src/server/producer/conformance-agent.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { serve } from '../../../src/server/node/index.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import type { ConformanceOptions } from '../../../src/conformance/index.js';
 import type { Breakage } from './breakages.js';
 

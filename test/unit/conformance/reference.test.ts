@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatResult, runConformance } from '../../../src/conformance/index.js';
-import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
+import { createRedisTurnLog } from '../../../src/server/log/redis/index.js';
 import { textAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { FAST, startConformanceServer } from './reference-server.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createOutbox, type OutboxController } from '../../../src/outbox/outbox.js';
 import { listAnswerSchema } from '../../../src/protocol/schemas.js';
-import { toNodeListener, type NodeListener } from '../../../src/server/node.js';
+import { toNodeListener, type NodeListener } from '../../../src/server/node/index.js';
 import { newKey, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
 import { baseDeps, createFakeStorage, createRecorder, type FakeStorage, type TestDeps } from './helpers.js';
 

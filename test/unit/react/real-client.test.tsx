@@ -8,7 +8,7 @@ import { StrictMode } from 'react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLifeline } from '../../../src/client.js';
 import { LifelineProvider, useConversation, useTurn } from '../../../src/react/index.js';
-import { createLifelineHandler, type LifelineHandler } from '../../../src/server/handler.js';
+import { createLifelineHandler, type LifelineHandler } from '../../../src/server/http/handler.js';
 import type { LifelineClient } from '../../../src/types.js';
 import { textAgent } from '../../fixtures/agents.js';
 

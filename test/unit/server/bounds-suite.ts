@@ -8,7 +8,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
 import { errorBodySchema, replayAnswerSchema, turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
-import type { Agent } from '../../../src/server/agent.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { startTestServer, submitMessage, textOf, waitForTurnEnd, type TestServer, type TestServerOptions } from '../../fixtures/server.js';
 import type { MakeProtocolLog } from './protocol-suite.js';

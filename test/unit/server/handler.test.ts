@@ -5,10 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { errorBodySchema, submitAnswerSchema, turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
-import type { Agent } from '../../../src/server/agent.js';
-import { createLifelineHandler, type LifelineHandler } from '../../../src/server/handler.js';
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
+import { createLifelineHandler, type LifelineHandler } from '../../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, textAgent } from '../../fixtures/agents.js';
 import { newKey, textOf, waitForTurnEnd } from '../../fixtures/server.js';
 

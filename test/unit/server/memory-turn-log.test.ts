@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { turnEventSchema } from '../../../src/protocol/schemas.js';
-import { createMemoryTurnLog, type MemoryTurnLog } from '../../../src/server/memory-turn-log.js';
-import { isExpiredTurn } from '../../../src/server/turn-log.js';
+import { createMemoryTurnLog, type MemoryTurnLog } from '../../../src/server/log/memory/index.js';
+import { isExpiredTurn } from '../../../src/server/log/turn-log.js';
 
 const HASH = '0'.repeat(64);
 const logs: MemoryTurnLog[] = [];

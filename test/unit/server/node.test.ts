@@ -1,8 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorBodySchema } from '../../../src/protocol/schemas.js';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { serve, type FetchHandler, type ServedHandler } from '../../../src/server/node.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { serve, type FetchHandler, type ServedHandler } from '../../../src/server/node/index.js';
 import { textAgent } from '../../fixtures/agents.js';
 import { getRequest, openRaw, parseResponse, type RawResponse } from './raw-http.js';
 

@@ -1,4 +1,4 @@
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import { defineBoundsSuite } from './bounds-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 

@@ -5,8 +5,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { errorBodySchema, listAnswerSchema } from '../../../src/protocol/schemas.js';
-import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import { createRedisTurnLog } from '../../../src/server/log/redis/index.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';

@@ -17,7 +17,7 @@ import {
   type TurnObject,
 } from '../../../src/protocol/schemas.js';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, personasAgent, textAgent, PERSONAS } from '../../fixtures/agents.js';
 import {
   newKey,

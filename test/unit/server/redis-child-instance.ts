@@ -5,9 +5,9 @@
  * process dies, so the kill always lands mid-turn.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { createLifelineHandler } from '../../../src/server/handler.js';
-import { serve } from '../../../src/server/node.js';
-import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { serve } from '../../../src/server/node/index.js';
+import { createRedisTurnLog } from '../../../src/server/log/redis/index.js';
 
 const env = process.env;
 const store = createRedisTurnLog({

@@ -9,9 +9,9 @@
 import { Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { submitAnswerSchema } from '../../../src/protocol/schemas.js';
-import { createRedisTurnLog } from '../../../src/server/redis-turn-log.js';
-import type { Agent } from '../../../src/server/agent.js';
-import type { TurnLog } from '../../../src/server/turn-log.js';
+import { createRedisTurnLog } from '../../../src/server/log/redis/index.js';
+import type { Agent } from '../../../src/server/producer/agent.js';
+import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, splitText, textAgent } from '../../fixtures/agents.js';
 import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-cluster.js';
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';

@@ -1,7 +1,7 @@
 /** The standalone-Redis stream waiter on its own, against a real redis-server. */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStreamWaiter } from '../../../src/server/redis-stream-waiter.js';
+import { createStreamWaiter } from '../../../src/server/log/redis/stream-waiter.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 
 let redis: RedisServer;

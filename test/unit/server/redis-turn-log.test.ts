@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
 import { turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
-import { createRedisTurnLog, type RedisTurnLogOptions } from '../../../src/server/redis-turn-log.js';
-import type { IdempotencyRecord, TurnLog } from '../../../src/server/turn-log.js';
+import { createRedisTurnLog, type RedisTurnLogOptions } from '../../../src/server/log/redis/index.js';
+import type { IdempotencyRecord, TurnLog } from '../../../src/server/log/turn-log.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 
 let redis: RedisServer;

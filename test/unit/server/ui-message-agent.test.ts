@@ -2,10 +2,10 @@
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { streamAnswer } from '../../../examples/chat/ai-model.js';
-import { createChunkReplayer } from '../../../src/ai-sdk/mapping.js';
+import { createChunkReplayer } from '../../../src/protocol/ai-sdk/mapping.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { uiMessageAgent, type UIMessageAgentContext, type UIMessageProducer } from '../../../src/server/ai-sdk/index.js';
-import { createMemoryTurnLog } from '../../../src/server/memory-turn-log.js';
+import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import { referenceMessage } from '../ai-sdk/chunks.js';
 import { replayAll, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
 

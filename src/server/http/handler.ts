@@ -1,0 +1,193 @@
+import { MAX_SUBMIT_BYTES } from '../../protocol/schemas.js';
+import type { Agent } from '../producer/agent.js';
+import type { HandlerContext } from './handler-context.js';
+import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from '../log/memory/index.js';
+import { TurnProducer, type ServerErrorReporter } from '../producer/producer.js';
+import { checkId } from './request-parsing.js';
+import { HttpError, errorResponse } from './responses.js';
+import { ALLOWED_METHOD, matchRoute, normalizeBasePath } from './routes.js';
+import { submitMessage } from './submit.js';
+import type { TurnLog } from '../log/turn-log.js';
+import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
+
+/** Options of {@link createLifelineHandler}. */
+export interface LifelineHandlerOptions {
+  /** Produces each turn's events. */
+  agent: Agent;
+  /** Where turns are logged. Default: a new {@link createMemoryTurnLog} (one process only). */
+  store?: TurnLog;
+  /**
+   * Names the caller. Return a principal (a non-empty string); throw or reject to answer
+   * `401 unauthorized`, or throw something with `status: 403` to answer `403 forbidden`.
+   * Turns and idempotency keys are scoped to their principal: another principal's turn
+   * answers `404 turn_not_found`, exactly like an unknown one. Default: everyone is
+   * `'anonymous'`.
+   */
+  authorize?: (request: Request) => string | Promise<string>;
+  /**
+   * Idle time on a live stream before a heartbeat is sent, ms. Announced to clients in
+   * the `Lifeline-Heartbeat` header of every stream, so they size their stall watchdog to
+   * it. Default 3000.
+   */
+  heartbeatMs?: number;
+  /** The SSE `retry:` value sent first on every stream, ms. Default 1000. */
+  retryMs?: number;
+  /** Retention of ended turns for the default memory store, ms. Default 24 h. Ignored when `store` is given. */
+  retentionMs?: number;
+  /** Path prefix of every route, e.g. `/api`. Default `''`. */
+  basePath?: string;
+  /** Largest submit body, bytes. Default 65 536 (the protocol's limit). */
+  maxBodyBytes?: number;
+  /** Largest number of events in one turn, turn.start and turn.end included. Default 1 000 000. */
+  maxEventsPerTurn?: number;
+  /** Largest assistant text of one turn, UTF-16 code units. Default 8 Mi (clients accept 16 Mi). */
+  maxTextPerTurn?: number;
+  /** Largest JSON data of one event, UTF-16 code units. Default 256 Ki (clients accept 1 Mi). */
+  maxEventSize?: number;
+  /**
+   * Turns this instance produces at once; beyond it submissions answer `503 overloaded`
+   * with `Retry-After`. Default 1000 (`Infinity` lifts the cap).
+   */
+  maxLiveTurns?: number;
+  /** How often a live turn checks the store for a cancel requested through another instance, ms. Default 1000. */
+  cancelPollMs?: number;
+  /** Clock for timestamps (and the default store's retention), ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+  /** Failures handled without a client seeing the details (agent throws, store errors). Default `console.error`. */
+  onError?: ServerErrorReporter;
+}
+
+/** A Fetch-style request handler with a way to stop its producers. */
+export interface LifelineHandler {
+  (request: Request): Promise<Response>;
+  /**
+   * Stops every turn this handler is producing (each ends `failed` with code
+   * `server_shutdown`) and closes the store if the handler created it.
+   */
+  close(): Promise<void>;
+}
+
+const ANONYMOUS = 'anonymous';
+/** The reference heartbeat (PROTOCOL §2): short enough for a 2.5× client watchdog to catch a stall in under 8 s. */
+export const DEFAULT_HEARTBEAT_MS = 3000;
+/** Live turns one handler produces at once unless `maxLiveTurns` says otherwise. */
+export const DEFAULT_MAX_LIVE_TURNS = 1000;
+
+function reporter(options: LifelineHandlerOptions): ServerErrorReporter {
+  return (
+    options.onError ??
+    ((error, context) => console.error(`[lifeline] ${context.phase} error${context.turnId ? ` in turn ${context.turnId}` : ''}:`, error))
+  );
+}
+
+/** Resolves the options into what the routes share. */
+function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerContext {
+  const report = reporter(options);
+  const producer = new TurnProducer({
+    log,
+    agent: options.agent,
+    limits: {
+      maxEventsPerTurn: options.maxEventsPerTurn ?? 1_000_000,
+      maxTextPerTurn: options.maxTextPerTurn ?? 8 * 1024 * 1024,
+      maxEventSize: options.maxEventSize ?? 256 * 1024,
+    },
+    cancelPollMs: options.cancelPollMs ?? 1000,
+    report,
+  });
+  return {
+    log,
+    producer,
+    now: options.now ?? Date.now,
+    heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    retryMs: options.retryMs ?? 1000,
+    maxBodyBytes: options.maxBodyBytes ?? MAX_SUBMIT_BYTES,
+    maxLiveTurns: options.maxLiveTurns ?? DEFAULT_MAX_LIVE_TURNS,
+    report,
+  };
+}
+
+/** The caller's principal, or the documented 401/403. */
+async function authorize(options: LifelineHandlerOptions, request: Request): Promise<string> {
+  if (!options.authorize) return ANONYMOUS;
+  let principal: unknown;
+  try {
+    principal = await options.authorize(request);
+  } catch (cause) {
+    const status = (cause as { status?: unknown } | null)?.status;
+    if (status === 403) throw new HttpError(403, 'forbidden', 'Not allowed.');
+    throw new HttpError(401, 'unauthorized', 'Authentication required.');
+  }
+  if (typeof principal !== 'string' || principal === '') throw new HttpError(401, 'unauthorized', 'Authentication required.');
+  return principal;
+}
+
+/** Matches the route and method, authorizes, checks the id, and hands over to the route. */
+async function route(context: HandlerContext, options: LifelineHandlerOptions, basePath: string, request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  let path = url.pathname;
+  if (basePath !== '') {
+    if (!path.startsWith(`${basePath}/`)) throw new HttpError(404, 'not_found', 'No such route.');
+    path = path.slice(basePath.length);
+  }
+  const matched = matchRoute(path);
+  if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
+  const allowed = ALLOWED_METHOD[matched.kind];
+  if (request.method !== allowed) {
+    throw new HttpError(405, 'method_not_allowed', `Use ${allowed} on this route.`, { allow: allowed });
+  }
+  const principal = await authorize(options, request);
+  switch (matched.kind) {
+    case 'submit':
+      checkId(matched.conversationId, 'conversation id');
+      return submitMessage(context, request, matched.conversationId, principal);
+    case 'list':
+      checkId(matched.conversationId, 'conversation id');
+      return listTurns(context, url, matched.conversationId, principal);
+    case 'follow':
+      checkId(matched.turnId, 'turn id');
+      return followTurn(context, request, url, matched.turnId, principal);
+    case 'replay':
+      checkId(matched.turnId, 'turn id');
+      return replayTurn(context, url, matched.turnId, principal);
+    case 'cancel':
+      checkId(matched.turnId, 'turn id');
+      return cancelTurn(context, matched.turnId, principal);
+  }
+}
+
+/**
+ * Creates the reference server: one Fetch-style handler for every route of
+ * PROTOCOL.md. Mount it anywhere that speaks `Request`/`Response` (Node via
+ * `toNodeListener`/`serve`, Hono, Next.js route handlers, Deno, Bun).
+ *
+ * @example
+ * const handler = createLifelineHandler({
+ *   basePath: '/api',
+ *   agent: async function* ({ content }) {
+ *     yield { type: 'delta', text: 'Hello' };
+ *   },
+ * });
+ * await serve(handler, { port: 8787 });
+ */
+export function createLifelineHandler(options: LifelineHandlerOptions): LifelineHandler {
+  const ownsStore = options.store === undefined;
+  const log = options.store ?? createMemoryTurnLog({ retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS, now: options.now ?? Date.now });
+  const context = handlerContext(options, log);
+  const basePath = normalizeBasePath(options.basePath ?? '');
+  const handler = async (request: Request): Promise<Response> => {
+    try {
+      return await route(context, options, basePath, request);
+    } catch (cause) {
+      if (cause instanceof HttpError) return cause.toResponse();
+      // A client that went away mid-request is not a server failure; nobody reads this answer.
+      if (!request.signal.aborted) context.report(cause, { phase: 'request' });
+      return errorResponse(500, 'internal_error', 'The server failed to handle this request.');
+    }
+  };
+  return Object.assign(handler, {
+    async close(): Promise<void> {
+      await context.producer.stopAll();
+      if (ownsStore) await log.close();
+    },
+  });
+}

@@ -1,0 +1,65 @@
+import { nanoid } from 'nanoid';
+import { IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
+import { submissionFingerprint } from './canonical-json.js';
+import type { HandlerContext } from './handler-context.js';
+import { HttpError, jsonResponse } from './responses.js';
+import { readSubmitBody } from './submit-body.js';
+import type { IdempotencyRecord, StoredTurn } from '../log/turn-log.js';
+
+/** The answer to a key seen before: the first answer again, or why it cannot be given. */
+function replayedAnswer(existing: IdempotencyRecord, fingerprint: string, conversationId: string): Response {
+  if (existing.fingerprint !== fingerprint) {
+    throw new HttpError(422, 'idempotency_key_reused', 'This Idempotency-Key was used before with another conversation or body.');
+  }
+  if (existing.state === 'in_flight' || existing.turnId === undefined || existing.messageId === undefined) {
+    throw new HttpError(409, 'idempotency_key_in_flight', 'A request with this Idempotency-Key is still being processed.', { 'retry-after': '1' });
+  }
+  const answer: SubmitAnswer = {
+    turnId: existing.turnId,
+    messageId: existing.messageId,
+    conversationId: existing.conversationId ?? conversationId,
+    status: 'pending',
+  };
+  return jsonResponse(200, answer, { 'idempotent-replayed': 'true' });
+}
+
+/**
+ * `POST /conversations/{id}/messages` (section 1): validates the body, claims the
+ * idempotency key atomically, creates the turn and starts its producer. A key whose
+ * turn could not be created is freed so the client's retry can try again.
+ */
+export async function submitMessage(context: HandlerContext, request: Request, conversationId: string, principal: string): Promise<Response> {
+  const { log, producer, report } = context;
+  const key = request.headers.get('idempotency-key');
+  if (key === null || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    throw new HttpError(400, 'invalid_idempotency_key', 'Idempotency-Key is required: 16 to 128 characters of [A-Za-z0-9_-].');
+  }
+  const { body, parsed } = await readSubmitBody(request, context.maxBodyBytes);
+  const fingerprint = await submissionFingerprint(conversationId, parsed);
+
+  const createdAt = new Date(context.now()).toISOString();
+  const existing = await log.putIdempotencyIfAbsent(principal, key, { fingerprint, state: 'in_flight', createdAt });
+  if (existing) return replayedAnswer(existing, fingerprint, conversationId);
+
+  let turn: StoredTurn;
+  try {
+    if (producer.liveCount >= context.maxLiveTurns) {
+      throw new HttpError(503, 'overloaded', 'Too many turns in progress; try again shortly.', { 'retry-after': '1' });
+    }
+    turn = await log.createTurn({ id: nanoid(), conversationId, messageId: nanoid(), principal, content: body.content, createdAt });
+    await log.completeIdempotency(principal, key, {
+      fingerprint,
+      state: 'done',
+      turnId: turn.id,
+      messageId: turn.messageId,
+      conversationId,
+      createdAt,
+    });
+  } catch (cause) {
+    await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    throw cause;
+  }
+  producer.start(turn, body.content);
+  const answer: SubmitAnswer = { turnId: turn.id, messageId: turn.messageId, conversationId, status: 'pending' };
+  return jsonResponse(202, answer);
+}

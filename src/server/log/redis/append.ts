@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { sha256Hex } from '../../../protocol/integrity.js';
+import { execAll, isLive, toEvent, type TurnHash } from './codec.js';
+import type { RedisContext } from './context.js';
+import type { LeaseKeeper } from './leases.js';
+import { APPEND, TOUCH_IDEMPOTENCY } from './scripts.js';
+import type { NewTurnEvent } from '../turn-log.js';
+
+export type AppendResult = number | 'unknown' | 'ended' | 'moved' | 'held';
+
+/** One event to log: its JSON body, and its end status when it is `turn.end`. */
+export interface Body {
+  body: string;
+  endStatus: string;
+}
+
+/**
+ * Appends `bodies` in one atomic step on the turn's slot. Returns the new lastSeq, or
+ * the reason it did not append. Once it logged `turn.end` it sets the conversation
+ * index's and the idempotency record's TTLs in their own slots: two more steps, which
+ * only ever lengthen a TTL or set it to the turn's own, so a crash between them leaves
+ * a key living a little longer than its turn, never shorter (see docs/reliability.md).
+ */
+export async function appendBodies(
+  ctx: RedisContext,
+  leases: LeaseKeeper,
+  turnId: string,
+  bodies: Body[],
+  condition: { expectSeq?: number; leaseLapsed?: boolean } = {},
+): Promise<AppendResult> {
+  const { connection, keys, retentionMs, liveTtlMs } = ctx;
+  const args: (string | number)[] = [
+    new Date(ctx.now()).toISOString(),
+    retentionMs,
+    2 * retentionMs,
+    liveTtlMs,
+    condition.expectSeq === undefined ? '' : condition.expectSeq,
+    condition.leaseLapsed ? '1' : '0',
+    randomUUID(),
+    '0',
+  ];
+  for (const { body, endStatus } of bodies) args.push(body, endStatus);
+  const turnKeys = keys.turn(turnId);
+  const scriptKeys = [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone];
+  if (connection.isCluster) scriptKeys.push(turnKeys.wake);
+  const reply = (await runThroughFailover(ctx, (attempt) => {
+    // Only a retry looks for its own earlier attempt.
+    args[7] = attempt > 0 ? '1' : '0';
+    return connection.run(APPEND, scriptKeys, args);
+  })) as [number, string?, string?, string?];
+  const [seq, principal, conversationId, idempotencyKey] = reply;
+  if (seq === 0) return 'unknown';
+  if (seq === -1) return 'ended';
+  if (seq === -2) return 'moved';
+  if (seq === -3) return 'held';
+  if (!leases.acknowledge(turnId, seq)) {
+    throw new Error(`Turn ${turnId}: Redis answered seq ${seq}, not past an earlier acknowledged append; the log lost events (a failover before replication).`);
+  }
+  if (principal !== undefined && conversationId !== undefined) {
+    leases.forget(turnId);
+    const client = await connection.client();
+    await Promise.all([
+      client.pexpire(keys.conversation(principal, conversationId), ctx.indexTtlMs),
+      idempotencyKey ? connection.run(TOUCH_IDEMPOTENCY, [idempotencyKey], [turnId, retentionMs]) : undefined,
+    ]);
+  }
+  return seq;
+}
+
+/** Errors of a node that went away or is changing roles: the same command may work a moment later. */
+const TRANSIENT = /Connection is closed|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|LOADING|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Command timed out/;
+
+/**
+ * Runs an idempotent step again while it fails transiently, for at most one producer
+ * lease (the lease cannot be renewed through the outage either). A cluster failover
+ * takes about the cluster's node timeout; a client's own redirection budget is often
+ * shorter, and a producer whose append failed would end its turn `store_failed`.
+ */
+async function runThroughFailover<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>): Promise<T> {
+  const deadline = Date.now() + ctx.leaseMs;
+  for (let attempt = 0, pause = 50; ; attempt++, pause = Math.min(2 * pause, 1000)) {
+    try {
+      return await step(attempt);
+    } catch (error) {
+      if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
+      ctx.report(error, { phase: 'store' });
+      await delay(pause);
+    }
+  }
+}
+
+/**
+ * Ends a live turn whose producer lease lapsed: `turn.end` `failed`, error
+ * `producer_lost`, with the length and hash of the text logged so far (and a
+ * `turn.start` first if the producer died before writing one). Atomic and once:
+ * it only appends when the log still ends at the seq it hashed and the lease is
+ * still lapsed, so two instances noticing at once cannot both end it, and a
+ * producer that was only slow (and renewed or appended since) keeps its turn.
+ */
+export async function endIfProducerLost(ctx: RedisContext, leases: LeaseKeeper, turnId: string): Promise<void> {
+  const turnKeys = ctx.keys.turn(turnId);
+  const client = await ctx.connection.client();
+  const [hash, entries] = (await execAll(client.multi().hgetall(turnKeys.turn).xrange(turnKeys.events, '-', '+'))) as [
+    TurnHash,
+    [string, string[]][],
+  ];
+  if (hash['status'] === undefined || !isLive(hash)) return;
+  const lastSeq = Number(hash['lastSeq']);
+  let text = '';
+  for (const entry of entries) {
+    const event = toEvent(turnId, entry);
+    if (event.type === 'delta') text += event.text;
+  }
+  const bodies: Body[] = [];
+  if (lastSeq === 0) {
+    const start: NewTurnEvent = {
+      type: 'turn.start',
+      messageId: hash['messageId'] ?? '',
+      conversationId: hash['conversationId'] ?? '',
+      createdAt: hash['createdAt'] ?? '',
+    };
+    bodies.push({ body: JSON.stringify(start), endStatus: '' });
+  }
+  const end: NewTurnEvent = {
+    type: 'turn.end',
+    status: 'failed',
+    error: { code: 'producer_lost', message: 'The server instance producing this turn stopped; the turn cannot continue.' },
+    textLength: text.length,
+    textSha256: await sha256Hex(text),
+  };
+  bodies.push({ body: JSON.stringify(end), endStatus: 'failed' });
+  const result = await appendBodies(ctx, leases, turnId, bodies, { expectSeq: lastSeq, leaseLapsed: true });
+  if (typeof result === 'number') {
+    ctx.report(new Error(`The producer of turn ${turnId} let its lease lapse; the turn was ended failed/producer_lost at seq ${result}.`), {
+      phase: 'store',
+      turnId,
+    });
+  }
+}

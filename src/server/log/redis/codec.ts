@@ -1,0 +1,51 @@
+import type { ChainableCommander } from 'ioredis';
+import type { MessageContent, ServerTurnStatus, TurnEvent } from '../../../protocol/schemas.js';
+import type { StoredTurn } from '../turn-log.js';
+
+/** A turn's record hash as HGETALL returns it. */
+export type TurnHash = Record<string, string>;
+
+const TURN_STATUSES: ReadonlySet<string> = new Set<ServerTurnStatus>(['pending', 'streaming', 'complete', 'failed', 'cancelled']);
+
+/** The record hash back into the turn; throws on a record this log did not write. */
+export function toStoredTurn(hash: TurnHash): StoredTurn {
+  const status = hash['status'] ?? '';
+  if (!TURN_STATUSES.has(status)) throw new Error(`Turn ${hash['id'] ?? '?'} has a corrupt status ${JSON.stringify(status)} in Redis.`);
+  const turn: StoredTurn = {
+    id: hash['id'] ?? '',
+    conversationId: hash['conversationId'] ?? '',
+    messageId: hash['messageId'] ?? '',
+    status: status as ServerTurnStatus,
+    lastSeq: Number(hash['lastSeq'] ?? 0),
+    createdAt: hash['createdAt'] ?? '',
+    updatedAt: hash['updatedAt'] ?? '',
+    principal: hash['principal'] ?? '',
+    // A record written before 1.1 kept no content.
+    content: hash['content'] === undefined ? '' : (JSON.parse(hash['content']) as MessageContent),
+  };
+  if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
+  return turn;
+}
+
+/** True while the turn has no `turn.end`. */
+export function isLive(hash: TurnHash): boolean {
+  return hash['endedAt'] === undefined;
+}
+
+/** A stream entry `[id, ['e', body]]` back into the event it logged. */
+export function toEvent(turnId: string, [id, fields]: [string, string[]]): TurnEvent {
+  const seq = Number.parseInt(id, 10);
+  const body = fields[1];
+  if (fields[0] !== 'e' || body === undefined) throw new Error(`Turn ${turnId} has a corrupt event ${id} in Redis.`);
+  return { turnId, seq, ...(JSON.parse(body) as object) } as TurnEvent;
+}
+
+/** Runs a MULTI or pipeline (all of its keys in one slot) and returns its replies, throwing the first command error. */
+export async function execAll(multi: ChainableCommander): Promise<unknown[]> {
+  const replies = await multi.exec();
+  if (replies === null) throw new Error('A Redis transaction was aborted.');
+  return replies.map(([error, reply]) => {
+    if (error) throw error;
+    return reply;
+  });
+}

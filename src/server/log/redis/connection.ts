@@ -1,0 +1,132 @@
+import type { Cluster, ClusterNode, ClusterOptions, Redis } from 'ioredis';
+import { LifelineError } from '../../../errors.js';
+import type { Script } from './scripts.js';
+
+/** A standalone (or Sentinel) ioredis client, or an ioredis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/** How the log reaches Redis: exactly one of the three. */
+export interface ConnectionOptions {
+  client?: RedisClient | undefined;
+  url?: string | undefined;
+  cluster?: { nodes: ClusterNode[]; options?: ClusterOptions } | undefined;
+}
+
+/** The log's command connection, opened lazily when the log built it. */
+export interface Connection {
+  /** True on Redis Cluster: scripts publish wake-ups and followers subscribe per shard. */
+  readonly isCluster: boolean;
+  /** The client; rejects once closed, or when ioredis is missing. */
+  client(): Promise<RedisClient>;
+  /** Runs `script` with EVALSHA, falling back to EVAL when the node does not know it yet. */
+  run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /** Marks the connection closed; quits the client when the log opened it. */
+  close(): Promise<void>;
+}
+
+const CLUSTER_URL = /^(rediss?)-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/;
+
+/** `redis-cluster://[user:password@]host:port,host:port` into ioredis Cluster arguments. */
+export function parseClusterUrl(url: string): { nodes: ClusterNode[]; options: ClusterOptions } {
+  const match = CLUSTER_URL.exec(url);
+  if (!match) {
+    throw new LifelineError('invalid_argument', `A cluster URL looks like redis-cluster://host:port,host:port; got ${JSON.stringify(url)}.`);
+  }
+  const [, scheme, userinfo, hosts] = match;
+  const nodes = (hosts as string).split(',').map((node) => {
+    const found = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(node.trim());
+    if (!found) throw new LifelineError('invalid_argument', `Cluster node ${JSON.stringify(node)} is not host:port.`);
+    return { host: (found[1] as string).replace(/^\[|\]$/g, ''), port: Number(found[2]) };
+  });
+  const redisOptions: NonNullable<ClusterOptions['redisOptions']> = {};
+  if (userinfo !== undefined && userinfo !== '') {
+    const [username, password] = userinfo.split(':').map(decodeURIComponent);
+    if (password === undefined) redisOptions.password = username as string;
+    else {
+      if (username) redisOptions.username = username;
+      redisOptions.password = password;
+    }
+  }
+  if (scheme === 'rediss') redisOptions.tls = {};
+  return { nodes, options: { redisOptions } };
+}
+
+function replyMappingOf(client: RedisClient): string | undefined {
+  const options = client.options as { replyMapping?: string; redisOptions?: { replyMapping?: string } };
+  return options.replyMapping ?? options.redisOptions?.replyMapping;
+}
+
+function isClusterClient(client: RedisClient): client is Cluster {
+  return (client as { isCluster?: boolean }).isCluster === true;
+}
+
+/** Loaded only here, so `lifeline/server` never needs ioredis installed. */
+async function build(options: ConnectionOptions, onError: (error: unknown) => void): Promise<RedisClient> {
+  const { Cluster, Redis } = await import('ioredis');
+  const url = options.url;
+  // ioredis types Cluster options by reply mapping; openConnection checked it is the default one.
+  type Options = ConstructorParameters<typeof Cluster>[1];
+  let client: RedisClient;
+  if (options.cluster) client = new Cluster(options.cluster.nodes, options.cluster.options as Options);
+  else if (url !== undefined && CLUSTER_URL.test(url)) {
+    const parsed = parseClusterUrl(url);
+    client = new Cluster(parsed.nodes, parsed.options as Options);
+  } else client = new Redis(url as string);
+  client.on('error', onError);
+  return client;
+}
+
+export function openConnection(options: ConnectionOptions, onError: (error: unknown) => void): Connection {
+  const given = [options.client, options.url, options.cluster].filter((option) => option !== undefined).length;
+  if (given !== 1) throw new LifelineError('invalid_argument', 'createRedisTurnLog needs exactly one of `client`, `url` and `cluster`.');
+  const owns = options.client === undefined;
+  let isCluster: boolean;
+  let pending: Promise<RedisClient>;
+  const mapping = options.client ? replyMappingOf(options.client) : options.cluster?.options?.redisOptions?.replyMapping;
+  if (mapping !== undefined && mapping !== 'legacy') {
+    throw new LifelineError('invalid_argument', `createRedisTurnLog needs replyMapping 'legacy', got '${mapping}'.`);
+  }
+  if (options.client !== undefined) {
+    isCluster = isClusterClient(options.client);
+    pending = Promise.resolve(options.client);
+  } else {
+    if (options.url !== undefined && /^rediss?-cluster:/.test(options.url)) parseClusterUrl(options.url);
+    isCluster = options.cluster !== undefined || CLUSTER_URL.test(options.url ?? '');
+    pending = build(options, onError);
+    // Surfaced by the first command; without this a missing ioredis would crash the process.
+    pending.catch(() => undefined);
+  }
+  let closed = false;
+
+  async function client(): Promise<RedisClient> {
+    if (closed) throw new Error('The Redis turn log is closed.');
+    try {
+      return await pending;
+    } catch (cause) {
+      throw new LifelineError('invalid_argument', 'createRedisTurnLog({ url }) needs the optional peer dependency ioredis: npm install ioredis.', {
+        cause,
+      });
+    }
+  }
+
+  return {
+    isCluster,
+    client,
+    async run(script, keys, args) {
+      const redis = await client();
+      try {
+        return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        return redis.eval(script.source, keys.length, ...keys, ...args);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (!owns) return;
+      const redis = await pending.catch(() => undefined);
+      if (redis) await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

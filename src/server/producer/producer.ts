@@ -1,0 +1,231 @@
+import { sha256Hex } from '../../protocol/integrity.js';
+import type { JsonValue, MessageContent, TurnEndStatus } from '../../protocol/schemas.js';
+import type { Agent, AgentEvent } from './agent.js';
+import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
+import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
+
+/** Where a server-side failure happened, for `onError`. */
+export type ServerErrorPhase = 'agent' | 'store' | 'request';
+
+/** Receives failures the server handled but an operator should see. */
+export type ServerErrorReporter = (error: unknown, context: { phase: ServerErrorPhase; turnId?: string }) => void;
+
+/** Why a producer was stopped from outside. */
+export type StopReason = 'cancel' | 'shutdown';
+
+export interface ProducerDeps {
+  log: TurnLog;
+  agent: Agent;
+  limits: ProducerLimits;
+  /** How often a live turn checks the log for a cancel requested on another instance, ms. */
+  cancelPollMs: number;
+  report: ServerErrorReporter;
+}
+
+const ABORTED = Symbol('aborted');
+
+/** The turn log failed while the agent was being read: not the agent's fault. */
+class StoreFailure extends Error {
+  constructor(cause: unknown) {
+    super('The turn log failed.', { cause });
+  }
+}
+
+function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(ABORTED);
+    else signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
+  });
+}
+
+/** What `#produce` logged, and the error for `turn.end` when the agent failed. */
+interface Produced extends LoggedSoFar {
+  failure?: JsonValue;
+}
+
+/** The `turn.end` status and error of a run: a stop from outside outranks how the agent ended. */
+function endOf(signal: AbortSignal, failure: JsonValue | undefined): { status: TurnEndStatus; error?: JsonValue } {
+  if (signal.aborted) {
+    return signal.reason === 'shutdown'
+      ? { status: 'failed', error: { code: 'server_shutdown', message: 'The server shut down while producing this turn.' } }
+      : { status: 'cancelled' };
+  }
+  return failure === undefined ? { status: 'complete' } : { status: 'failed', error: failure };
+}
+
+function stopIterator(iterator: AsyncIterator<AgentEvent> | undefined): void {
+  try {
+    iterator?.return?.().catch(() => undefined);
+  } catch {
+    // an iterator whose return() throws synchronously: nothing more to stop
+  }
+}
+
+/**
+ * Runs turns: pulls the agent, logs what it yields, and always ends the log with
+ * exactly one `turn.end`. Runs apart from any HTTP request, so a turn keeps being
+ * produced while no client is connected.
+ */
+export class TurnProducer {
+  readonly #deps: ProducerDeps;
+  readonly #live = new Map<string, { controller: AbortController; done: Promise<void> }>();
+
+  constructor(deps: ProducerDeps) {
+    this.#deps = deps;
+  }
+
+  /** Turns being produced by this instance. */
+  get liveCount(): number {
+    return this.#live.size;
+  }
+
+  /** Starts producing `turn` in the background. */
+  start(turn: StoredTurn, content: MessageContent): void {
+    const controller = new AbortController();
+    const done = this.#run(turn, content, controller).finally(() => this.#live.delete(turn.id));
+    this.#live.set(turn.id, { controller, done });
+  }
+
+  /** Stops a turn produced by this instance; false when it is not produced here. */
+  stop(turnId: string, reason: StopReason): boolean {
+    const live = this.#live.get(turnId);
+    if (!live) return false;
+    live.controller.abort(reason);
+    return true;
+  }
+
+  /** Stops every live turn (each ends `failed`, code `server_shutdown`) and waits for their `turn.end`. */
+  async stopAll(): Promise<void> {
+    const all = [...this.#live.values()];
+    for (const live of all) live.controller.abort('shutdown' satisfies StopReason);
+    await Promise.all(all.map((live) => live.done));
+  }
+
+  async #run(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<void> {
+    const { log, report } = this.#deps;
+    const poll = this.#watchForCancel(turn.id, controller);
+    try {
+      await log.append(turn.id, {
+        type: 'turn.start',
+        messageId: turn.messageId,
+        conversationId: turn.conversationId,
+        createdAt: turn.createdAt,
+      });
+      const produced = await this.#produce(turn, content, controller);
+      const { status, error } = endOf(controller.signal, produced.failure);
+      const textSha256 = await sha256Hex(produced.texts.join(''));
+      await log.append(turn.id, {
+        type: 'turn.end',
+        status,
+        ...(error === undefined ? {} : { error }),
+        textLength: produced.textLength,
+        textSha256,
+      });
+    } catch (cause) {
+      // The log itself failed: report it, then try once to end the turn so followers stop waiting.
+      report(cause instanceof StoreFailure ? cause.cause : cause, { phase: 'store', turnId: turn.id });
+      controller.abort('store');
+      await this.#endAfterStoreFailure(turn.id);
+    } finally {
+      clearInterval(poll);
+    }
+  }
+
+  /** A cancel may be requested on another instance: only the log tells this one. */
+  #watchForCancel(turnId: string, controller: AbortController): ReturnType<typeof setInterval> {
+    const poll = setInterval(() => {
+      this.#deps.log.isCancelRequested(turnId).then(
+        (requested) => {
+          if (requested) controller.abort('cancel' satisfies StopReason);
+        },
+        (cause: unknown) => this.#deps.report(cause, { phase: 'store', turnId }),
+      );
+    }, this.#deps.cancelPollMs);
+    (poll as { unref?: () => void }).unref?.();
+    return poll;
+  }
+
+  /**
+   * Runs the agent until it returns, fails or is stopped, logging what it yields. Answers
+   * what reached the log and, when the agent failed, the error for `turn.end`; a failing
+   * log is thrown (as `StoreFailure`) for `#run` to handle.
+   */
+  async #produce(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<Produced> {
+    const { agent, report } = this.#deps;
+    const { signal } = controller;
+    const logged: LoggedSoFar = { events: 1, texts: [], textLength: 0 };
+    let iterator: AsyncIterator<AgentEvent> | undefined;
+    try {
+      iterator = agent({
+        turnId: turn.id,
+        conversationId: turn.conversationId,
+        messageId: turn.messageId,
+        content,
+        principal: turn.principal,
+        signal,
+      })[Symbol.asyncIterator]();
+      await this.#logAgentEvents(turn.id, iterator, signal, logged);
+    } catch (cause) {
+      if (cause instanceof StoreFailure) {
+        // Stop the agent too: nothing it yields could be logged.
+        controller.abort('store');
+        throw cause;
+      }
+      if (!signal.aborted) {
+        report(cause, { phase: 'agent', turnId: turn.id });
+        // The agent's own message may hold internals; clients get a stable code only.
+        const failure = cause instanceof TurnFailure ? { code: cause.code, message: cause.message } : { code: 'agent_failed', message: 'The agent failed while producing this turn.' };
+        return { ...logged, failure };
+      }
+    } finally {
+      // Whatever the agent is doing, it no longer feeds this turn.
+      if (signal.aborted) stopIterator(iterator);
+    }
+    return logged;
+  }
+
+  /** Pulls `iterator` and logs each event it yields, within the turn's caps, until it is done or `signal` aborts. */
+  async #logAgentEvents(turnId: string, iterator: AsyncIterator<AgentEvent>, signal: AbortSignal, logged: LoggedSoFar): Promise<void> {
+    const { log, limits } = this.#deps;
+    const aborted = abortPromise(signal);
+    for (;;) {
+      // Race the agent against abort: an agent stuck in an await must not delay a cancel.
+      const next = await Promise.race([iterator.next(), aborted]);
+      if (next === ABORTED || next.done) return;
+      const event = toLogEvent(next.value, limits);
+      checkTurnLimits(event, logged, limits);
+      if (signal.aborted) return;
+      try {
+        await log.append(turnId, event);
+      } catch (cause) {
+        throw new StoreFailure(cause);
+      }
+      countLogged(event, logged);
+    }
+  }
+
+  /** Best effort: a store that failed once may work again a moment later. */
+  async #endAfterStoreFailure(turnId: string): Promise<void> {
+    try {
+      const current = await this.#deps.log.getTurn(turnId);
+      if (current === undefined || isExpiredTurn(current) || current.endedAt !== undefined) return;
+      // The text hash covers only what reached the log, read page by page (pages are bounded in bytes).
+      let text = '';
+      for (let after = 0, more = true; more; ) {
+        const page = await this.#deps.log.read(turnId, after, 10_000);
+        for (const event of page.events) if (event.type === 'delta') text += event.text;
+        after = page.events.at(-1)?.seq ?? after;
+        more = page.hasMore && page.events.length > 0;
+      }
+      await this.#deps.log.append(turnId, {
+        type: 'turn.end',
+        status: 'failed',
+        error: { code: 'store_failed', message: 'The turn log failed while producing this turn.' },
+        textLength: text.length,
+        textSha256: await sha256Hex(text),
+      });
+    } catch (cause) {
+      this.#deps.report(cause, { phase: 'store', turnId });
+    }
+  }
+}
