@@ -21,7 +21,7 @@ export type LifelineErrorCode =
   | 'server_unavailable'
   | 'retry_exhausted'
   | 'submission_rejected'
-  // protocol: the bytes arrived but do not follow PROTOCOL.md
+  // protocol: the bytes arrived but do not follow docs/protocol.md
   | 'invalid_event'
   | 'invalid_response'
   | 'event_too_large'
@@ -108,7 +108,7 @@ function kindClass<K extends LifelineErrorKind>(kind: K, name: string): KindClas
 /** The network failed, or the server answered with something other than success. */
 export const TransportError = kindClass('transport', 'TransportError');
 export type TransportError = InstanceType<typeof TransportError>;
-/** Data arrived that breaks PROTOCOL.md (bad JSON, wrong shape, too large, bad seq). */
+/** Data arrived that breaks docs/protocol.md (bad JSON, wrong shape, too large, bad seq). */
 export const ProtocolError = kindClass('protocol', 'ProtocolError');
 export type ProtocolError = InstanceType<typeof ProtocolError>;
 /** IndexedDB (or another `Store`) refused, failed or held a bad record. */

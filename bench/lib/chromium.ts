@@ -1,6 +1,6 @@
 /**
  * Headless Chromium launched as a plain child process: no DevTools session is attached
- * (Playwright's slows native EventSource about 6×, see FAULTS.md), so pages measure
+ * (Playwright's slows native EventSource about 6×, see docs/faults.md), so pages measure
  * themselves and post their figures back to the bench server.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';

@@ -1,7 +1,7 @@
 /**
  * Benchmark turns: deterministic delta text, the events of a whole turn with the
  * `turn.end` integrity fields, and the turn pre-rendered as an SSE body exactly as
- * PROTOCOL.md section 2 frames it, written in fixed-size chunks.
+ * docs/protocol.md section 2 frames it, written in fixed-size chunks.
  */
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';

@@ -51,7 +51,7 @@ function reliabilityDoc(argv: string[], result: SoakResult, chromiumVersion: str
     '',
     'The real client (the built package, in headless Chromium) follows turns from the reference server',
     'through the seeded fault proxy while the soak injects every fault below; after each run every turn',
-    'is checked against the oracles of FAULTS.md: **T=** (the text on the page and in IndexedDB is',
+    'is checked against the oracles of docs/faults.md: **T=** (the text on the page and in IndexedDB is',
     "byte-identical to the server's replay, SHA-256), **J0** over every page's applied `(turnId, seq)`",
     '(lost = duplicated = out of order = unexpected = 0), **X1** over the server\'s idempotency ledger',
     '(each submission and each key produced exactly one turn; the outbox ends empty), no unhandled',

@@ -1,5 +1,5 @@
 /**
- * The oracles of FAULTS.md as pure functions over what the soak recorded:
+ * The oracles of docs/faults.md as pure functions over what the soak recorded:
  * J0 over the client's applied (turnId, seq) log, T= over texts, X1 over the server's
  * idempotency ledger.
  */

@@ -1,7 +1,7 @@
 /**
  * The seeded chaos soak. Drives the real client (the BUILT package, in Chromium through
  * Playwright) against the reference server through the seeded fault proxy, with the
- * faults of a schedule derived from the seed, then checks the oracles of FAULTS.md for
+ * faults of a schedule derived from the seed, then checks the oracles of docs/faults.md for
  * every turn. Shared by `npm run soak` (scripts/soak.mjs) and the small soak in
  * `npm test` (test/browser/soak/soak-small.spec.ts).
  *

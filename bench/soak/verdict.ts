@@ -1,5 +1,5 @@
 /**
- * The soak's verdict: once every turn ran, the oracles of FAULTS.md over what the server
+ * The soak's verdict: once every turn ran, the oracles of docs/faults.md over what the server
  * logged and what the tabs reported. X1 (each submission made exactly one turn, the
  * outbox drained), T= (tab A's text and its IndexedDB text equal the server's) and J0
  * (each event applied once, in order, in every tab and page load).

@@ -1,6 +1,6 @@
 /**
  * The example server's agent: messages sent by the AI SDK page (`useChat` over
- * `lifeline/ai-sdk`, whose content is the user `UIMessage` itself, PROTOCOL.md §9) are
+ * `lifeline/ai-sdk`, whose content is the user `UIMessage` itself, docs/protocol.md §9) are
  * answered by the deterministic mock model through the real `streamText`; everything else
  * by the fake agent of the Lifeline hooks page. One handler and one turn log serve both pages.
  */

@@ -1,5 +1,5 @@
 /**
- * `createChatTransport`: the AI SDK's `useChat` over a Lifeline client (PROTOCOL.md §9).
+ * `createChatTransport`: the AI SDK's `useChat` over a Lifeline client (docs/protocol.md §9).
  * Built on the client's public API only: a message goes through the durable outbox, a turn
  * is followed by the client (one network stream per turn across tabs), and the streams
  * handed to `useChat` replay each turn from its first chunk.

@@ -17,7 +17,7 @@ export interface Check {
   id: string;
   /** One line: what a conforming server does. */
   title: string;
-  /** Where PROTOCOL.md 1.1 says so, e.g. `§2 "seq = 1, 2, 3 … with no gaps"`. */
+  /** Where docs/protocol.md 1.1 says so, e.g. `§2 "seq = 1, 2, 3 … with no gaps"`. */
   rule: string;
   /** Resolves with a note on pass; throws {@link CheckFailure} or {@link CheckSkip}. */
   run(context: RunContext): Promise<string>;

@@ -1,5 +1,5 @@
 /**
- * The field rules of PROTOCOL.md 1.1 for the objects a server sends, written out here
+ * The field rules of docs/protocol.md 1.1 for the objects a server sends, written out here
  * (not borrowed from the client's schemas) so the suite is an independent reading of
  * the page. Each validator answers the first problem found, or `undefined`.
  */

@@ -3,7 +3,7 @@
  * `recover()`'s list, the outbox's) does after a request failed. Pure: the transport reads
  * the answer's status, error body and `Retry-After`; this file decides.
  *
- * The rule (PROTOCOL.md sections 1, 2 and 7):
+ * The rule (docs/protocol.md sections 1, 2 and 7):
  * - network errors, timeouts, `408`, `425`, `429` and every `5xx` are retried;
  * - `409` is retried for a submission only (its key is still in flight on the server);
  * - `401`/`403` on a read re-read the headers once (a refreshed token), then give up;

@@ -46,13 +46,13 @@ class FollowStep extends StepRules {
         return this.#stop();
       case 'revive':
         if (s.phase !== 'done' || !s.revivable) return;
-        // A revived turn gets a fresh retry budget (FAULTS row 37) and replays first.
+        // A revived turn gets a fresh retry budget (docs/faults.md row 37) and replays first.
         this.set({ phase: 'idle', following: false, revivable: false, error: undefined, authRetried: false, backoff: FRESH_BACKOFF, misses: 0 });
         this.do({ kind: 'unsettle' });
         return this.handle({ kind: 'start', replayFirst: true });
       case 'online':
         this.set({ online: true });
-        // Offline, or waiting out a backoff: try now (FAULTS row 18).
+        // Offline, or waiting out a backoff: try now (docs/faults.md row 18).
         if (s.phase === 'offline' || s.phase === 'waiting') return this.next();
         return;
       case 'offline':

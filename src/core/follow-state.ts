@@ -8,7 +8,7 @@ import type { FollowEffect, FollowEnv, FollowState, RequestSlot } from './follow
 /** Default watchdogs when neither the app nor the server said otherwise, ms. */
 export const DEFAULT_FIRST_EVENT_MS = 15_000;
 export const DEFAULT_IDLE_MS = 25_000;
-/** The watchdog is this many announced heartbeat intervals (PROTOCOL.md section 2)… */
+/** The watchdog is this many announced heartbeat intervals (docs/protocol.md section 2)… */
 export const HEARTBEAT_FACTOR = 2.5;
 /** …but never shorter than this, ms. */
 export const MIN_STALL_MS = 2_000;

@@ -1,5 +1,5 @@
 /**
- * The proof at `turn.end` (PROTOCOL.md section 2): the client's text has the length and
+ * The proof at `turn.end` (docs/protocol.md section 2): the client's text has the length and
  * SHA-256 the server logged, or the turn is rebuilt from a full replay.
  */
 import { sha256Hex } from '../protocol/integrity.js';

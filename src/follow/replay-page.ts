@@ -1,5 +1,5 @@
 /**
- * One page of a turn's log (PROTOCOL.md section 3) after the last applied seq. The
+ * One page of a turn's log (docs/protocol.md section 3) after the last applied seq. The
  * follower's machine runs pages one at a time, each under its watchdog.
  */
 import { ProtocolError, type LifelineError } from '../errors.js';

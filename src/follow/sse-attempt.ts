@@ -1,6 +1,6 @@
 /**
  * One stream attempt: exactly one `fetchEventSource` call with its own retry disabled.
- * The library's reconnect loop is not used (FAULTS.md: it retries forever, copies headers
+ * The library's reconnect loop is not used (docs/faults.md: it retries forever, copies headers
  * once, trusts the wire's `id:`); the follower's machine decides every retry.
  */
 import { fetchEventSource } from '@microsoft/fetch-event-source';
@@ -21,7 +21,7 @@ export interface StreamAttempt {
   limits: StreamLimits;
   signal: AbortSignal;
   now: () => number;
-  /** `200 text/event-stream`: the announced heartbeat (PROTOCOL.md section 2), when valid. */
+  /** `200 text/event-stream`: the announced heartbeat (docs/protocol.md section 2), when valid. */
   onOpen(heartbeatMs: number | undefined): void;
   /**
    * One message: its data, or `undefined` for a heartbeat or a block without data. Answers
@@ -51,7 +51,7 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
   const { signal } = attempt;
   let end: StreamEnd | undefined;
   const failed = (failure: Failure, closed = false): StreamEnd => (end ??= { kind: 'failed', failure, closed });
-  // fetch-event-source 2.0.1 calls `window` and `document` (FAULTS.md); without them its promise never settles.
+  // fetch-event-source 2.0.1 calls `window` and `document` (docs/faults.md); without them its promise never settles.
   if (typeof document === 'undefined') return failed({ error: new LifelineError('invalid_argument', 'Following needs a browser.'), disposition: 'fatal' });
   try {
     // Headers compare case-insensitively: the app's own accept and last-event-id give way to ours.

@@ -1,5 +1,5 @@
 /**
- * A submission on the wire (PROTOCOL.md section 1): the body checked before it is stored,
+ * A submission on the wire (docs/protocol.md section 1): the body checked before it is stored,
  * and one POST of an entry with its operation id as `Idempotency-Key`, with what came of
  * it: the server's answer, or a classified failure (core/failure-policy.ts) that says
  * whether another attempt with the same key may help.
@@ -54,7 +54,7 @@ export async function submit(http: HttpContext, { operationId, conversationId, c
  * The content to store for a new submission: a private copy (zod's output; the app may
  * mutate its object after sending). Throws `invalid_argument` for a bad conversation id,
  * or content that is not a string or JSON object or passes 64 KiB encoded (the server's
- * limit, PROTOCOL.md section 1: failing here costs no round trip and no stored entry).
+ * limit, docs/protocol.md section 1: failing here costs no round trip and no stored entry).
  */
 export function checkedContent(conversationId: string, content: MessageContent): MessageContent {
   assertId('A conversation id', conversationId);

@@ -1,5 +1,5 @@
 /**
- * zod schemas of every wire object in PROTOCOL.md (version 1.1). The client validates
+ * zod schemas of every wire object in docs/protocol.md (version 1.1). The client validates
  * everything it receives with these; the reference server's tests validate everything
  * it produces with the same ones, so the two cannot drift apart.
  *
@@ -169,7 +169,7 @@ export const errorBodySchema = z.object({
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 
-/** Server error codes named by PROTOCOL.md. */
+/** Server error codes named by docs/protocol.md. */
 export type ServerErrorCode =
   | 'invalid_idempotency_key'
   | 'invalid_json'

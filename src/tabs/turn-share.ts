@@ -1,5 +1,5 @@
 /**
- * One network stream per turn across the tabs of an origin (FAULTS.md row 25). The tab
+ * One network stream per turn across the tabs of an origin (docs/faults.md row 25). The tab
  * holding the turn's Web Lock leads: it streams and relays every event it applies
  * (whatever brought it: stream or replay) on a BroadcastChannel; the others watch and
  * apply what it relays like their own stream. The browser hands the lock on when the

@@ -1,5 +1,5 @@
 /**
- * Listing a conversation's turns (PROTOCOL.md section 4) for `recover()`, retried the way
+ * Listing a conversation's turns (docs/protocol.md section 4) for `recover()`, retried the way
  * every other request is: the failure's disposition decides (network, 5xx, 429 …), the
  * backoff times it (`Retry-After` honoured), each retry is announced, and the give-up
  * (`retry_exhausted`) comes only past `retry.maxElapsedMs`.

@@ -1,6 +1,6 @@
 /**
  * Size caps on the raw event stream. `@microsoft/fetch-event-source` 2.0.1 buffers a line
- * until it ends, however long (FAULTS.md row 32): the body it reads is wrapped so that a
+ * until it ends, however long (docs/faults.md row 32): the body it reads is wrapped so that a
  * line or an event block over its cap fails the stream with a typed error first.
  */
 import { ProtocolError } from '../errors.js';

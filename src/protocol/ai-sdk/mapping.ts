@@ -1,5 +1,5 @@
 /**
- * How a turn carries one AI SDK assistant message (PROTOCOL.md §9), both ways, shared by
+ * How a turn carries one AI SDK assistant message (docs/protocol.md §9), both ways, shared by
  * the server's `uiMessageAgent` and the client's `ChatTransport`. Pure: no I/O, and only
  * types from `ai`, so the client bundle holds none of its code.
  *

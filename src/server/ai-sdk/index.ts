@@ -1,6 +1,6 @@
 /**
  * `lifeline/server/ai-sdk`: runs an AI SDK `UIMessageChunk` stream (typically
- * `streamText(…).toUIMessageStream()`) as a Lifeline agent, logged per PROTOCOL.md §9, so
+ * `streamText(…).toUIMessageStream()`) as a Lifeline agent, logged per docs/protocol.md §9, so
  * the turn survives cuts, reloads and closed tabs and `useChat` can follow it through
  * `lifeline/ai-sdk`. Needs `ai` (5 to 7) only for its types.
  */
@@ -106,7 +106,7 @@ async function* chunksOf(source: UIMessageChunkSource, signal: AbortSignal): Asy
 class UIMessageStreamFailed extends Error {}
 
 /**
- * A Lifeline agent that logs the `UIMessageChunk`s `produce` returns (PROTOCOL.md §9):
+ * A Lifeline agent that logs the `UIMessageChunk`s `produce` returns (docs/protocol.md §9):
  * `text-delta` as deltas, every other chunk as a part, `start` with the turn id as
  * `messageId`; transient data chunks are not logged. The stream ending (after `finish`)
  * ends the turn `complete`; an `error` chunk or a throw ends it `failed`; a cancel ends it

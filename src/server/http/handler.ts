@@ -157,7 +157,7 @@ async function route(context: HandlerContext, options: LifelineHandlerOptions, b
 
 /**
  * Creates the reference server: one Fetch-style handler for every route of
- * PROTOCOL.md. Mount it anywhere that speaks `Request`/`Response` (Node via
+ * docs/protocol.md. Mount it anywhere that speaks `Request`/`Response` (Node via
  * `toNodeListener`/`serve`, Hono, Next.js route handlers, Deno, Bun).
  *
  * @example

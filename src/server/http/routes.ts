@@ -1,4 +1,4 @@
-/** The routes of PROTOCOL.md, matched on the path below the base path. */
+/** The routes of docs/protocol.md, matched on the path below the base path. */
 export type Route =
   | { kind: 'submit'; conversationId: string }
   | { kind: 'list'; conversationId: string }

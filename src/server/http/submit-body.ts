@@ -58,7 +58,7 @@ function isJsonContentType(value: string | null): boolean {
  * taken over exactly what was sent.
  */
 export async function readSubmitBody(request: Request, maxBytes: number): Promise<{ body: SubmitBody; parsed: unknown }> {
-  // PROTOCOL.md's submit table has no 415: a body declared as something other than JSON
+  // docs/protocol.md's submit table has no 415: a body declared as something other than JSON
   // is a malformed request (400), which also refuses cross-site form posts.
   if (!isJsonContentType(request.headers.get('content-type'))) {
     throw new HttpError(400, 'unsupported_media_type', 'Content-Type must be application/json.');

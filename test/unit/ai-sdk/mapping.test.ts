@@ -1,4 +1,4 @@
-/** The chunk ↔ event mapping of PROTOCOL.md §9, and the message fold, against the AI SDK itself. */
+/** The chunk ↔ event mapping of docs/protocol.md §9, and the message fold, against the AI SDK itself. */
 import fc from 'fast-check';
 import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';

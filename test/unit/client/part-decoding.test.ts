@@ -1,4 +1,4 @@
-/** The `part` event (PROTOCOL.md 1.1 §2) as the client decodes it from the stream and from storage. */
+/** The `part` event (docs/protocol.md 1.1 §2) as the client decodes it from the stream and from storage. */
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, decodeEventValue } from '../../../src/protocol/decode.js';
 import { isProtocolError } from '../../../src/errors.js';

@@ -1,6 +1,6 @@
 /**
  * Deliberately broken variants of the reference server, made by wrapping its handler's
- * Request/Response: each breaks one rule of PROTOCOL.md so a test can prove the
+ * Request/Response: each breaks one rule of docs/protocol.md so a test can prove the
  * conformance suite notices.
  */
 import type { LifelineHandler } from '../../../src/server/http/handler.js';

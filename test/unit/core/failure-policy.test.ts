@@ -11,7 +11,7 @@ const DISPOSITIONS: readonly FailureDisposition[] = ['retry', 'auth', 'rebuild',
 const status = fc.integer({ min: 100, max: 599 });
 const kind = fc.constantFrom<RequestKind>('submit', 'read');
 const serverCode = fc.option(fc.constantFrom('resume_point_ahead', 'idempotency_key_reused', 'overloaded', 'turn_not_found'), { nil: undefined });
-/** PROTOCOL.md section 7: retried whatever the request and the server's code. */
+/** docs/protocol.md section 7: retried whatever the request and the server's code. */
 const alwaysRetried = (code: number): boolean => code >= 500 || code === 408 || code === 425 || code === 429;
 
 describe('dispositionOf', () => {

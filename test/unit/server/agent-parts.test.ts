@@ -1,4 +1,4 @@
-/** Plain agents yielding `{ type: 'part', part }` (PROTOCOL.md 1.1 §2): logged in order, or refused with the turn failed. */
+/** Plain agents yielding `{ type: 'part', part }` (docs/protocol.md 1.1 §2): logged in order, or refused with the turn failed. */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../../../src/server/producer/agent.js';
 import { replayAll, startTestServer, submitMessage, textOf, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';

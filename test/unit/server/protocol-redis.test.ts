@@ -1,5 +1,5 @@
 /**
- * The whole protocol suite (PROTOCOL.md sections 1–5 over real HTTP) against the Redis
+ * The whole protocol suite (docs/protocol.md sections 1–5 over real HTTP) against the Redis
  * turn log on a real redis-server, plus section 6 (retention) on Redis's own clock:
  * the suite's retention tests move a fake clock, which Redis TTLs do not follow.
  */

@@ -1,5 +1,5 @@
 /**
- * The reference server's protocol suite, PROTOCOL.md sections 1–6 over real HTTP,
+ * The reference server's protocol suite, docs/protocol.md sections 1–6 over real HTTP,
  * reusable for any TurnLog: `defineProtocolSuite('memory', makeLog)`. Everything the
  * server sends is validated with the shared zod schemas.
  */

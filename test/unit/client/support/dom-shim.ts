@@ -1,6 +1,6 @@
 /**
  * `@microsoft/fetch-event-source` 2.0.1 calls `window.clearTimeout` and
- * `document.removeEventListener` when an attempt ends (FAULTS.md: its build touches
+ * `document.removeEventListener` when an attempt ends (docs/faults.md: its build touches
  * `window` and `document`). Node has neither; the client never needs more than these
  * no-op stand-ins, which the browser provides for real.
  */
