@@ -26,6 +26,8 @@ export interface Violation {
 
 /** Far above what healthy turns need (a flush timer per few events, a heartbeat a second), far below a spin. */
 export const MAX_TIMERS_PER_SECOND = 600;
+/** A few tabs each reconnecting, replaying and submitting: tens a second at most, with backoff. */
+export const MAX_REQUESTS_PER_SECOND = 60;
 
 const ENDED = new Set(['complete', 'failed', 'cancelled']);
 const KNOWN = new Set(['turn.start', 'delta', 'action', 'part', 'turn.end']);
@@ -35,9 +37,11 @@ export function checkStep(world: SimWorld): Violation[] {
   const found: Violation[] = [];
   const { server, disk, scheduler, network } = world;
 
-  // A message not accepted is durable: on the disk or in the journal.
+  // A message not accepted is durable: on the disk or in the journal. One the journal refused
+  // (localStorage full) is durable once its storage write landed (3 ms), unless storage failed too.
   for (const [operationId, message] of world.messages) {
     if (message.discarded || server.keys.has(operationId)) continue;
+    if (!message.journaled && (disk.troubled || scheduler.now() - message.sentAt < 10)) continue;
     const journaled = disk.localStorage.getItem(`lifeline-outbox:sim:${operationId}`) !== null;
     if (!journaled && !disk.durableOutbox.has(operationId)) found.push({ kind: 'lost-message', detail: `${message.content} (${operationId}) is neither stored nor journaled, and the server never accepted it` });
   }
@@ -53,7 +57,7 @@ export function checkStep(world: SimWorld): Violation[] {
   for (const error of world.unhandled.splice(0)) found.push({ kind: 'uncaught', detail: `unhandled rejection: ${describe(error)}` });
   const corrupt = world.tabs.reduce((n, tab) => n + tab.corruptReports, 0);
   if (corrupt > disk.corrupted) found.push({ kind: 'corrupt-report', detail: `${corrupt} storage_corrupt_record reported, ${disk.corrupted} injected` });
-  void network;
+  if (network.peakRequestsPerSecond > MAX_REQUESTS_PER_SECOND) found.push({ kind: 'busy-loop', detail: `${network.peakRequestsPerSecond} requests in one virtual second` });
   return found;
 }
 

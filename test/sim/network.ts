@@ -40,6 +40,8 @@ export interface SimNetwork {
   inflight(owner?: string): number;
   /** What the server saw, for the trace: `POST /conversations/c/messages 202`. */
   readonly log: string[];
+  /** Most requests made within any one virtual second (a retry loop without backoff shows here). */
+  readonly peakRequestsPerSecond: number;
 }
 
 /** The reference server's 1.2 heartbeat (docs/protocol.md section 2). */
@@ -59,6 +61,12 @@ export function createSimNetwork(rng: Rng, scheduler: Scheduler, server: SimServ
   /** Per owner: the cleanup of each open request or stream. */
   const open = new Map<string, Set<() => void>>();
   const log: string[] = [];
+  let [second, inSecond, peak] = [0, 0, 0];
+  const count = (): void => {
+    const s = Math.floor(scheduler.now() / 1000);
+    if (s !== second) [second, inSecond] = [s, 0];
+    peak = Math.max(peak, ++inSecond);
+  };
   const track = (owner: string, cleanup: () => void): (() => void) => {
     let set = open.get(owner);
     if (!set) open.set(owner, (set = new Set()));
@@ -203,6 +211,7 @@ export function createSimNetwork(rng: Rng, scheduler: Scheduler, server: SimServ
       const body = typeof init.body === 'string' ? init.body : '';
       const signal = init.signal ?? request?.signal;
       const label = `${method} ${url.pathname.replace(/^\/api/, '')}${url.search}`;
+      count();
       return new Promise<Response>((resolve, reject) => {
         let settled = false;
         let untrack = (): void => {};
@@ -246,5 +255,8 @@ export function createSimNetwork(rng: Rng, scheduler: Scheduler, server: SimServ
     },
     inflight: (owner) => (owner === undefined ? [...open.values()].reduce((n, set) => n + set.size, 0) : (open.get(owner)?.size ?? 0)),
     log,
+    get peakRequestsPerSecond() {
+      return peak;
+    },
   };
 }

@@ -74,7 +74,8 @@ export const STEPS: readonly Step[] = [
       const conversation = w.rng.pick(w.conversations);
       const content = `msg-${w.seed}-${w.messages.size + 1}`;
       const submission = w.as(tab, () => tab.client.conversation(conversation).send(content));
-      w.messages.set(submission.operationId, { content, tab: tab.id, discarded: false });
+      const journaled = w.disk.localStorage.getItem(`lifeline-outbox:sim:${submission.operationId}`) !== null;
+      w.messages.set(submission.operationId, { content, tab: tab.id, discarded: false, journaled, sentAt: w.scheduler.now() });
       w.track(tab, `send(${content}).accepted`, submission.accepted);
       return `${tab.id} send ${conversation} ${content}`;
     },
@@ -229,6 +230,7 @@ export const STEPS: readonly Step[] = [
     run(w) {
       const f = w.disk.faults;
       const pick = w.rng.int(0, 3);
+      w.disk.troubled = true;
       if (pick === 0) return `next ${(f.quotaNext = w.rng.int(1, 3))} storage writes hit the quota`;
       if (pick === 1) return `storage ${(f.unavailable = !f.unavailable) ? 'unavailable' : 'back'}`;
       if (pick === 2) return `localStorage ${(f.journalFull = !f.journalFull) ? 'full' : 'has room'}`;
@@ -243,6 +245,7 @@ export const STEPS: readonly Step[] = [
     run(w) {
       const pick = w.rng.int(0, 2);
       if (pick === 0) return `app listeners ${(w.app.listenersThrow = !w.app.listenersThrow) ? 'throw' : 'behave'}`;
+      if (pick === 1) w.disk.troubled = true;
       if (pick === 1) return `next ${(w.disk.faults.throwNext = w.rng.int(1, 2))} store calls throw`;
       return `next ${(w.sharing.faults.postThrowsNext = w.rng.int(1, 2))} channel posts throw`;
     },

@@ -31,6 +31,8 @@ export const CALM_STORAGE: StorageFaults = { quotaNext: 0, unavailable: false, t
 export interface SimDisk {
   readonly disk: MemoryStore;
   faults: StorageFaults;
+  /** Some storage fault was set during the run (a message the journal refused may then be lost unavoidably). */
+  troubled: boolean;
   /** Outbox records that landed on the disk (not in a tab's memory fallback), by operation id. */
   readonly durableOutbox: ReadonlySet<string>;
   /** Corrupt records injected so far: only these may be reported as `storage_corrupt_record`. */
@@ -98,6 +100,7 @@ export function createSimDisk(rng: Rng, scheduler: Scheduler): SimDisk {
 
   return {
     disk,
+    troubled: false,
     get faults() {
       return faults;
     },

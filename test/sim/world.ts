@@ -42,6 +42,9 @@ export interface SentMessage {
   content: string;
   tab: string;
   discarded: boolean;
+  /** The journal took its copy at `send()` (false when `localStorage` was full). */
+  journaled: boolean;
+  sentAt: number;
 }
 
 /** App behaviour the steps toggle. */
@@ -133,6 +136,7 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
           outbox: { timeoutMs: 10_000, journal: disk.localStorage } as OutboxOptions,
           onDiagnostic(diagnostic: Diagnostic) {
             record.diagnostics!++;
+            if (process.env['SIM_DIAGNOSTICS']) console.log(`  ${(scheduler.now() / 1000).toFixed(3)}s ${id}`, JSON.stringify(diagnostic).slice(0, 300));
             if (diagnostic.type === 'storage-error' && diagnostic.error.code === 'storage_corrupt_record') record.corruptReports!++;
             if (app.listenersThrow) throw new Error('sim: the app diagnostic listener throws');
           },
