@@ -79,6 +79,7 @@ export function installPlatform({ scheduler, rng, tabs, localStorage, context }:
   set(scope, 'setInterval', setRepeat);
   set(scope, 'clearInterval', clearTimer);
   set(Date, 'now', () => scheduler.wall());
+  set(performance, 'now', () => scheduler.now());
   set(Math, 'random', () => rng.next());
   set(webcrypto, 'getRandomValues', <T extends ArrayBufferView | null>(array: T): T => {
     if (array) {

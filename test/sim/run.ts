@@ -71,6 +71,7 @@ export async function runSeed(seed: number, options: RunOptions = {}): Promise<R
       Object.assign(world.disk.faults, CALM_STORAGE);
       world.sharing.faults.postThrowsNext = 0;
       world.app.listenersThrow = false;
+      world.app.randomThrowsNext = 0;
       world.server.options.unknownEventChance = 0;
       world.platform.setOnline(true);
       world.server.finishAll();

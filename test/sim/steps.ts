@@ -243,7 +243,8 @@ export const STEPS: readonly Step[] = [
     cls: 'throws',
     weight: 3,
     run(w) {
-      const pick = w.rng.int(0, 2);
+      const pick = w.rng.int(0, 3);
+      if (pick === 3) return `next ${(w.app.randomThrowsNext = 1)} client random() call throws`;
       if (pick === 0) return `app listeners ${(w.app.listenersThrow = !w.app.listenersThrow) ? 'throw' : 'behave'}`;
       if (pick === 1) w.disk.troubled = true;
       if (pick === 1) return `next ${(w.disk.faults.throwNext = w.rng.int(1, 2))} store calls throw`;

@@ -14,6 +14,7 @@ import { createSimServer, type SimServer } from './server.js';
 import { createSimNetwork, type SimNetwork } from './network.js';
 import { createSimDisk, type SimDisk } from './storage.js';
 import { createSimTabs, type SimTabs } from './tabs.js';
+import { simPorts } from './ports.js';
 
 export interface TrackedPromise {
   label: string;
@@ -51,6 +52,11 @@ export interface SentMessage {
 export interface AppFaults {
   /** The app's listeners (snapshot subscribers, `onDiagnostic`) throw. */
   listenersThrow: boolean;
+  /**
+   * The next this many calls of the client's `random` throw: a bug inside the client's own
+   * handling (the follower draws one per transition), not a network condition.
+   */
+  randomThrowsNext: number;
 }
 
 export interface SimWorld {
@@ -66,7 +72,7 @@ export interface SimWorld {
   readonly messages: Map<string, SentMessage>;
   readonly conversations: string[];
   readonly app: AppFaults;
-  /** Unhandled rejections seen while the world ran. */
+  /** Unhandled rejections and uncaught exceptions (a microtask's throw) seen while the world ran. */
   readonly unhandled: unknown[];
   openTab(): SimTab;
   /** Runs `fn` as `tab`'s code. */
@@ -83,6 +89,20 @@ export interface WorldOptions {
 
 const realSetImmediate = globalThis.setImmediate;
 
+/** `rng` whose `next()` throws while `app.randomThrowsNext` counts down (the client's randomness only). */
+function throwing(rng: Rng, app: AppFaults): Rng {
+  return {
+    ...rng,
+    next() {
+      if (app.randomThrowsNext > 0) {
+        app.randomThrowsNext--;
+        throw new Error('sim: a bug inside the client (random threw)');
+      }
+      return rng.next();
+    },
+  };
+}
+
 export function createWorld(seed: number, options: Partial<WorldOptions> = {}): SimWorld {
   const rng = createRng(seed);
   const context = createContext();
@@ -91,7 +111,8 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
   const network = createSimNetwork(rng.fork('network'), scheduler, server);
   const disk = createSimDisk(rng.fork('disk'), scheduler);
   const sharing = createSimTabs(rng.fork('tabs'), scheduler);
-  const installed = installPlatform({ scheduler, rng: rng.fork('platform'), tabs: sharing, localStorage: disk.localStorage, context });
+  const app: AppFaults = { listenersThrow: false, randomThrowsNext: 0 };
+  const installed = installPlatform({ scheduler, rng: throwing(rng.fork('platform'), app), tabs: sharing, localStorage: disk.localStorage, context });
   let online = true;
   const pageOnline = installed.setOnline;
   const platform = Object.assign(installed, {
@@ -105,7 +126,7 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
-  const app: AppFaults = { listenersThrow: false };
+  process.on('uncaughtException', onUnhandled);
   let tabCount = 0;
 
   const world: SimWorld = {
@@ -126,7 +147,10 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
       const id = `tab${++tabCount}`;
       const tab = context.run(id, (): SimTab => {
         const record: Partial<SimTab> = { id, alive: true, handles: new Map(), promises: [], corruptReports: 0, diagnostics: 0 };
+        // `ports` (src/ports/) where the client takes them; the platform patch covers the rest either way.
+        const ports = simPorts(world, id, throwing(rng.fork(id), app));
         record.client = createLifeline({
+          ...({ ports } as object),
           baseUrl: 'http://sim.test/api',
           fetch: network.fetchFor(id),
           storage: disk.storeFor(id),
@@ -158,6 +182,7 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
     },
     close() {
       process.off('unhandledRejection', onUnhandled);
+      process.off('uncaughtException', onUnhandled);
       installed.uninstall();
     },
   };
