@@ -81,10 +81,13 @@ export function installPlatform({ scheduler, rng, tabs, localStorage, context }:
   set(Date, 'now', () => scheduler.wall());
   set(performance, 'now', () => scheduler.now());
   set(Math, 'random', () => rng.next());
+  // nanoid keeps a pool of random bytes across runs: its refills draw from a stream of their
+  // own, so how full the pool was left never shifts the client's jitter.
+  const bytesRng = rng.fork('bytes');
   set(webcrypto, 'getRandomValues', <T extends ArrayBufferView | null>(array: T): T => {
     if (array) {
       const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(rng.next() * 256);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(bytesRng.next() * 256);
     }
     return array;
   });
