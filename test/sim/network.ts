@@ -223,6 +223,7 @@ export function createSimNetwork(rng: Rng, scheduler: Scheduler, server: SimServ
           if (typeof answer !== 'function') return reject(answer);
           const response = answer();
           log.push(`${owner} ${label} ${response.status}`);
+          if (process.env['SIM_NETWORK']) console.log(`  ${(scheduler.now() / 1000).toFixed(3)}s ${owner} ${label} ${response.status}`);
           resolve(response);
         };
         const onAbort = (): void => settle(signal?.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError'));
