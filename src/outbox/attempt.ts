@@ -44,7 +44,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     const result = await submit(context, current, abort.signal, context.timeoutMs);
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
-    const time = context.now();
+    const time = context.clock.wallNow();
     if (result.ok) {
       emit({ type: 'accepted', operationId, turnId: result.answer.turnId, replayed: result.replayed });
       void ledger.save(accepted(current, result.answer, time));

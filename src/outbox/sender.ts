@@ -4,6 +4,7 @@
  * due head and sleeps until the next due time or change. Duplicate sending (a frozen lease
  * holder waking up) is harmless: every attempt of an entry carries the same key.
  */
+import type { Timers } from '../ports/timers.js';
 import { sleep } from '../runtime/sleep.js';
 import { lead, type LeadOptions } from '../tabs/leadership.js';
 import { attempt, fail, type AttemptContext } from './attempt.js';
@@ -15,6 +16,7 @@ export interface SenderDeps extends AttemptContext {
   /** How to lead; its signal aborts on dispose (stops waiting, sending and sleeping). */
   leadership: LeadOptions;
   online: boolean;
+  timers: Timers;
 }
 
 export interface Sender {
@@ -34,7 +36,7 @@ export function createSender(deps: SenderDeps): Sender {
 
   /** Fails entries past their age, posts every due head; answers when something is next due. */
   const pump = (): number => {
-    const plan = planSends(ledger.list(), { time: deps.now(), maxAgeMs: deps.maxAgeMs, busy: (id) => busy.has(id), online, hurry });
+    const plan = planSends(ledger.list(), { time: deps.clock.wallNow(), maxAgeMs: deps.maxAgeMs, busy: (id) => busy.has(id), online, hurry });
     hurry = false;
     for (const entry of plan.expired) fail(deps, entry, expiredError(entry));
     for (const entry of plan.due) void attempt(deps, entry).finally(poke);
@@ -49,7 +51,7 @@ export function createSender(deps: SenderDeps): Sender {
       const wakeAt = pump();
       const woken = new AbortController();
       wake = () => woken.abort();
-      await sleep(wakeAt - deps.now(), AbortSignal.any([signal, woken.signal]));
+      await sleep(wakeAt - deps.clock.wallNow(), AbortSignal.any([signal, woken.signal]), deps.timers);
       wake = undefined;
     }
   };

@@ -35,7 +35,7 @@ export async function submit(http: HttpContext, { operationId, conversationId, c
       body: JSON.stringify({ content }),
       signal: bounded,
     });
-    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.now(), 'submit') };
+    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.clock.wallNow(), 'submit') };
     const parsed = submitAnswerSchema.safeParse(await response.json().catch(() => undefined));
     if (parsed.success && parsed.data.conversationId === conversationId) {
       return { ok: true, answer: parsed.data, replayed: response.headers.get('idempotent-replayed') === 'true' };
