@@ -6,6 +6,7 @@
 import { retryDelay, type RetryPolicy } from '../core/backoff.js';
 import type { LifelineError } from '../errors.js';
 import type { OutboxRecord } from '../storage/store.js';
+import type { Timers } from '../ports/timers.js';
 import type { HttpContext } from '../transport/http.js';
 import { accepted, expiredError, failed, requeued, sending } from './entry-state.js';
 import type { Ledger } from './ledger.js';
@@ -21,6 +22,7 @@ export interface AttemptContext extends HttpContext {
   timeoutMs: number;
   maxAgeMs: number;
   random: () => number;
+  timers: Timers;
   emit: Emit;
 }
 
@@ -41,7 +43,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     await ledger.save(current);
     if (abort.signal.aborted) return;
     emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
-    const result = await submit(context, current, abort.signal, context.timeoutMs);
+    const result = await submit(context, current, abort.signal, context.timeoutMs, context.timers);
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
     const time = context.clock.wallNow();

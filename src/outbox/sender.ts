@@ -4,7 +4,6 @@
  * due head and sleeps until the next due time or change. Duplicate sending (a frozen lease
  * holder waking up) is harmless: every attempt of an entry carries the same key.
  */
-import type { Timers } from '../ports/timers.js';
 import { sleep } from '../runtime/sleep.js';
 import { lead, type LeadOptions } from '../tabs/leadership.js';
 import { attempt, fail, type AttemptContext } from './attempt.js';
@@ -16,7 +15,6 @@ export interface SenderDeps extends AttemptContext {
   /** How to lead; its signal aborts on dispose (stops waiting, sending and sleeping). */
   leadership: LeadOptions;
   online: boolean;
-  timers: Timers;
 }
 
 export interface Sender {

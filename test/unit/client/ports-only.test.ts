@@ -33,7 +33,7 @@ const BANNED = new Set([
   'removeEventListener',
 ]);
 /** Members of allowed globals only a port may read. */
-const BANNED_MEMBERS: Record<string, string[]> = { Date: ['now'], Math: ['random'], crypto: ['getRandomValues', 'randomUUID'] };
+const BANNED_MEMBERS: Record<string, string[]> = { Date: ['now'], Math: ['random'], crypto: ['getRandomValues', 'randomUUID'], AbortSignal: ['timeout'] };
 
 /** A made-up module the check must flag exactly as the test below lists (it shares the program, so the same resolution decides). */
 const PROBE = join(root, 'src/__ports-probe__.ts');
