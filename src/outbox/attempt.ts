@@ -10,6 +10,7 @@ import type { Timers } from '../ports/timers.js';
 import type { HttpContext } from '../transport/http.js';
 import { accepted, expiredError, failed, requeued, sending } from './entry-state.js';
 import type { Ledger } from './ledger.js';
+import type { Schedule } from './schedule.js';
 import { submit } from './submit.js';
 import type { Emit } from './types.js';
 
@@ -23,6 +24,8 @@ export interface AttemptContext extends HttpContext {
   maxAgeMs: number;
   random: () => number;
   timers: Timers;
+  /** The entries' due times and age limits on the monotonic clock. */
+  schedule: Schedule;
   emit: Emit;
 }
 
@@ -46,6 +49,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     const result = await submit(context, current, abort.signal, context.timeoutMs, context.timers);
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
+    // Stored as information (wall); the retry's wait and the age limit are monotonic (schedule.ts).
     const time = context.clock.wallNow();
     if (result.ok) {
       emit({ type: 'accepted', operationId, turnId: result.answer.turnId, replayed: result.replayed });
@@ -56,7 +60,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     const retry = disposition === 'retry';
     const delayMs = retryDelay(context.retry, current.attempts, context.random(), retryAfterMs);
     // No retry is scheduled past the entry's age limit: it fails now instead.
-    if (retry && time + delayMs < current.createdAt + context.maxAgeMs) {
+    if (retry && context.clock.now() + delayMs < context.schedule.deadline(current)) {
       emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });
       void ledger.save(requeued(current, error, time + delayMs));
     } else fail(context, current, retry ? expiredError(current, error) : error);

@@ -21,6 +21,7 @@ import { realStorage } from '../ports/storage.js';
 import { realTabs } from '../ports/tabs.js';
 import { createJournal } from './journal.js';
 import { createLedger } from './ledger.js';
+import { createSchedule } from './schedule.js';
 import { createSender, type SenderDeps } from './sender.js';
 import { checkedContent } from './submit.js';
 import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
@@ -35,11 +36,13 @@ function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChanne
 
 /** How the sending tab leads, posts and retries: the client's plumbing and the outbox's settings with their defaults. */
 function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
-  const { storage, leaseTtlMs = 1e4, clock, newId } = deps;
+  const { storage, leaseTtlMs = 1e4, clock, newId, retry } = deps;
+  const maxAgeMs = deps.maxAgeMs ?? 864e5;
   return {
     ...deps,
     timeoutMs: deps.timeoutMs ?? 15e3,
-    maxAgeMs: deps.maxAgeMs ?? 864e5,
+    maxAgeMs,
+    schedule: createSchedule({ clock, maxAgeMs, maxDelayMs: Math.max(retry.maxDelayMs, retry.maxRetryAfterMs) }),
     leadership: { signal, locks: deps.locks, timers: deps.timers, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, clock, newId } },
   };
 }
