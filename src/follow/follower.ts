@@ -53,8 +53,10 @@ class Follower implements TurnFollower {
   #resolveCompleted!: (snapshot: EndedTurnSnapshot) => void;
   /** Resolved when the running replay is over or the turn settled. */
   #waiters: (() => void)[] = [];
-  /** When the request in flight (or the relay) last made a sound: an event or a heartbeat. */
+  /** When the request in flight (or the relay) last made a sound: an event or a heartbeat (monotonic ms). */
   #heard = 0;
+  /** Wall minus monotonic time at the last transition: shows the machine's monotonic `nextRetryAt` as epoch ms. */
+  #wallOffset = 0;
 
   constructor(id: string, deps: FollowerDeps) {
     this.id = id;
@@ -65,7 +67,7 @@ class Follower implements TurnFollower {
     this.#report = new TurnReport({
       id,
       emit: deps.emit,
-      now: deps.now,
+      now: deps.clock.wallNow,
       lastSeq: () => this.#intake.turn.lastSeq,
       burst: () => this.#intake.count,
       changed: () => this.#changed(),
@@ -83,10 +85,10 @@ class Follower implements TurnFollower {
         if (from !== 'relay') this.#share?.relay(raw ?? event);
       },
       changed: () => this.#changed(),
-      heard: () => (this.#heard = deps.now()),
+      heard: () => (this.#heard = deps.clock.now()),
     });
-    this.#createdAt = deps.now();
-    this.#runner = createEffectRunner(deps.now);
+    this.#createdAt = deps.clock.wallNow();
+    this.#runner = createEffectRunner(deps.clock, deps.timers);
     this.#requests = {
       id,
       path: this.#path,
@@ -95,7 +97,7 @@ class Follower implements TurnFollower {
       intake: this.#intake,
       share: () => this.#share,
       dispatch: (input) => this.#dispatch(input),
-      heard: () => (this.#heard = deps.now()),
+      heard: () => (this.#heard = deps.clock.now()),
     };
     this.#batcher = createBatcher(() => {
       this.#listeners.emit();
@@ -121,7 +123,7 @@ class Follower implements TurnFollower {
     return this.#createdAt;
   }
   getSnapshot = (): TurnSnapshot =>
-    (this.#snapshot ??= buildSnapshot(this.id, this.#intake.turn, this.#machine, this.#origin, this.#report.recovered, this.#report.stall));
+    (this.#snapshot ??= buildSnapshot(this.id, this.#intake.turn, this.#machine, this.#origin, this.#report.recovered, this.#report.stall, this.#wallOffset));
 
   [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
     return this.#consumers.iterate();
@@ -209,23 +211,27 @@ class Follower implements TurnFollower {
     try {
       for (let next; (next = this.#inbox.shift()); ) {
         const before = this.#machine;
-        // One clock reading per transition: a retry's `at` plus its delay is exactly `nextRetryAt`.
-        const at = this.#deps.now();
+        // One reading of each clock per transition: the machine decides on monotonic time; a
+        // retry's `at` (wall) plus its delay is the `nextRetryAt` the snapshot shows.
+        const at = this.#deps.clock.now();
+        const wall = this.#deps.clock.wallNow();
+        this.#wallOffset = wall - at;
         const step = transition(before, next, { now: at, random: this.#deps.random(), config: this.#config });
         this.#machine = step.state;
         if (visiblyChanged(before, step.state)) this.#changed();
-        for (const effect of step.effects) this.#run(effect, at);
+        for (const effect of step.effects) this.#run(effect, wall);
       }
     } catch (bug) {
       // A bug, not a network condition: fail visibly rather than spin.
       this.#inbox.length = 0;
-      this.#report.say({ type: 'failed', scope: 'stream', error: asLifelineError(bug) }, this.#deps.now());
+      this.#report.say({ type: 'failed', scope: 'stream', error: asLifelineError(bug) }, this.#deps.clock.wallNow());
     } finally {
       this.#dispatching = false;
     }
   }
 
-  #run(effect: FollowEffect, at: number): void {
+  /** `wall`: the transition's epoch ms, for what it says. */
+  #run(effect: FollowEffect, wall: number): void {
     switch (effect.kind) {
       case 'open-stream':
         return openStream(this.#requests, this.#machine.backoff.attempt);
@@ -234,12 +240,12 @@ class Follower implements TurnFollower {
       case 'abort':
         return this.#runner.abort(effect.slot);
       case 'arm':
-        if (effect.fresh && effect.timer === 'stall') this.#heard = this.#deps.now();
+        if (effect.fresh && effect.timer === 'stall') this.#heard = this.#deps.clock.now();
         return this.#runner.arm(effect.timer, effect.ms, () => this.#fire(effect.timer));
       case 'clear':
         return this.#runner.clear(effect.timer);
       case 'say':
-        return this.#report.say(effect.notice, at);
+        return this.#report.say(effect.notice, wall);
       case 'leave':
         this.#share?.leave();
         this.#share = undefined;
@@ -267,7 +273,7 @@ class Follower implements TurnFollower {
 
   #fire(timer: TimerName): void {
     const since = timer === 'stall' ? this.#heard : this.#runner.armedAt(timer);
-    this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.now() - since });
+    this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.clock.now() - since });
   }
 
   #unsettle(): void {
@@ -293,6 +299,7 @@ class Follower implements TurnFollower {
     this.#share?.leave();
     this.#intake.joined();
     this.#share = joinTurnShare(
+      this.#deps.tabs,
       `lifeline-turn:${this.#deps.namespace}:${this.id}`,
       {
         onLead: (shared) => {

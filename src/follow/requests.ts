@@ -35,7 +35,7 @@ export function openStream(host: RequestHost, attempt: number): void {
   const lastEventId = intake.turn.lastSeq;
   intake.beginAttempt();
   const { limits } = deps;
-  deps.emit({ type: 'connect', at: deps.now(), turnId: id, attempt, lastEventId });
+  deps.emit({ type: 'connect', at: deps.clock.wallNow(), turnId: id, attempt, lastEventId });
   void runStreamAttempt({
     ...deps,
     path: host.path,
@@ -82,7 +82,7 @@ export function verifyTurn(host: RequestHost): void {
   const end = intake.turn.end!;
   const text = turnText(intake.turn);
   void verifyText(text, end).then(({ matches, unchecked }) => {
-    if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.now(), turnId: host.id });
+    if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.clock.wallNow(), turnId: host.id });
     host.dispatch({ kind: 'verified', matches, status: end.status, expectedLength: end.textLength, actualLength: text.length });
   });
 }
