@@ -77,7 +77,13 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     onAccepted: deps.onAccepted,
     acceptedRetentionMs: deps.acceptedRetentionMs ?? 1e4,
     timers: deps.timers,
-    notify: (notice) => channel?.postMessage(notice),
+    notify(notice) {
+      try {
+        channel?.postMessage(notice);
+      } catch {
+        // A refused post (a closed channel, DataCloneError) costs the notice only: other tabs re-read storage when they lead.
+      }
+    },
     changed: () => (listeners.emit(), sender.poke()),
   });
   const sender = createSender({ ...sendingOptions(deps, trouble, stop.signal), ledger, busy, emit, name, online: network?.online() ?? true });

@@ -49,11 +49,23 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
   /** Another tab follows this turn: only then is relaying (a structured clone per batch) worth it. */
   let watched = false;
   let outgoing: string[] | undefined;
+  /**
+   * A post the channel refuses (closed under us, a value it cannot clone: `DataCloneError`)
+   * costs that one message, never the follower: a watcher that misses a batch notices the
+   * gap or the silence and replays on its own (found by the simulator, test/sim/).
+   */
+  const post = (message: unknown): void => {
+    try {
+      channel.postMessage(message);
+    } catch {
+      // Dropped, as above.
+    }
+  };
 
   channel.addEventListener('message', ({ data }) => {
     if (typeof data === 'number') {
       watched = true;
-      if (!data) channel.postMessage(1);
+      if (!data) post(1);
       // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
     } else if (!leading) {
       const [lastSeq, batch] = Array.isArray(data) ? (data as unknown[]) : [];
@@ -61,7 +73,7 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
       handlers.onBatch(lastSeq, batch as string[]);
     }
   });
-  channel.postMessage(0);
+  post(0);
   // The leader keeps the lock until it leaves; the browser hands it on when its tab closes.
   void lead(name, { signal: withdraw.signal, locks }, (signal, how) => {
     leading = true;
@@ -75,7 +87,7 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
       if (!outgoing) {
         outgoing = [];
         queueMicrotask(() => {
-          if (!left) channel.postMessage([lastSeq(), outgoing]);
+          if (!left) post([lastSeq(), outgoing]);
           outgoing = undefined;
         });
       }

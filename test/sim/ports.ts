@@ -7,17 +7,12 @@
  * (platform.ts): so the real timers port's stepping of long delays is exercised against a
  * `setTimeout` that overflows as the platform's does.
  */
+import type { Ports } from '../../src/ports/index.js';
 import type { Rng } from './rng.js';
 import type { SimWorld } from './world.js';
 
-/** The ports the simulator supplies, shaped as src/ports/ declares them. */
-export interface SimPorts {
-  clock: { now(): number; wallNow(): number };
-  random: { next(): number; id(): string };
-  http: { fetch: typeof fetch };
-  storage: { openStore(namespace: string): ReturnType<SimWorld['disk']['storeFor']>; pageStorage(): Storage; persist(): Promise<boolean> };
-  tabs: { locks(): ReturnType<SimWorld['sharing']['locksFor']>; channel(name: string): BroadcastChannel };
-}
+/** The ports the simulator supplies (the rest are the real ones, over the simulated platform). */
+export type SimPorts = Pick<Ports, 'clock' | 'random' | 'http' | 'storage' | 'tabs'>;
 
 export function simPorts(world: Pick<SimWorld, 'scheduler' | 'network' | 'disk' | 'sharing'>, tab: string, rng: Rng): SimPorts {
   const Channel = world.sharing.channelFor(tab);

@@ -14,7 +14,7 @@ import { createWorld } from './world.js';
 
 export interface RunOptions {
   /** Only steps of these classes (`app` steps always run). */
-  only?: readonly FaultClass[];
+  only?: readonly FaultClass[] | undefined;
   /** Steps before the heal phase. Default 20 to 60, drawn from the seed. */
   steps?: number;
 }

@@ -6,7 +6,7 @@
  * platform back.
  */
 import { createLifeline } from '../../src/client.js';
-import type { Diagnostic, LifelineClient, OutboxOptions, Turn } from '../../src/types.js';
+import type { Diagnostic, LifelineClient, Turn } from '../../src/types.js';
 import { createContext, installPlatform, type Platform } from './platform.js';
 import { createRng, type Rng } from './rng.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
@@ -147,17 +147,13 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
       const id = `tab${++tabCount}`;
       const tab = context.run(id, (): SimTab => {
         const record: Partial<SimTab> = { id, alive: true, handles: new Map(), promises: [], corruptReports: 0, diagnostics: 0 };
-        // `ports` (src/ports/) where the client takes them; the platform patch covers the rest either way.
-        const ports = simPorts(world, id, throwing(rng.fork(id), app));
+        // The ports (src/ports/) that name this tab; timers, network and page are the real ones over the simulated platform.
         record.client = createLifeline({
-          ...({ ports } as object),
+          ports: simPorts(world, id, throwing(rng.fork(id), app)),
           baseUrl: 'http://sim.test/api',
-          fetch: network.fetchFor(id),
-          storage: disk.storeFor(id),
           namespace: 'sim',
           retry: { initialDelayMs: 100, maxDelayMs: 4000, maxElapsedMs: 30_000 },
-          // The journal is OutboxDeps' own option: the client passes `outbox` on as it is.
-          outbox: { timeoutMs: 10_000, journal: disk.localStorage } as OutboxOptions,
+          outbox: { timeoutMs: 10_000 },
           onDiagnostic(diagnostic: Diagnostic) {
             record.diagnostics!++;
             if (process.env['SIM_DIAGNOSTICS']) console.log(`  ${(scheduler.now() / 1000).toFixed(3)}s ${id}`, JSON.stringify(diagnostic).slice(0, 300));
