@@ -4,6 +4,7 @@
  * due head and sleeps until the next due time or change. Duplicate sending (a frozen lease
  * holder waking up) is harmless: every attempt of an entry carries the same key.
  */
+import { asLifelineError } from '../errors.js';
 import { sleep } from '../runtime/sleep.js';
 import { lead, type LeadOptions } from '../tabs/leadership.js';
 import { attempt, fail, type AttemptContext } from './attempt.js';
@@ -39,7 +40,9 @@ export function createSender(deps: SenderDeps): Sender {
     const plan = planSends(list, { time: deps.clock.now(), dueAt: deps.schedule.dueAt, deadline: deps.schedule.deadline, busy: (id) => busy.has(id), online, hurry });
     hurry = false;
     for (const entry of plan.expired) fail(deps, entry, expiredError(entry));
-    for (const entry of plan.due) void attempt(deps, entry).finally(poke);
+    // A throw out of an attempt is a bug of ours, not a network condition: the entry fails
+    // visibly (kept, `retry()` sends it again) instead of staying `sending` until a reload.
+    for (const entry of plan.due) void attempt(deps, entry).catch((bug: unknown) => fail(deps, entry, asLifelineError(bug))).finally(poke);
     return plan.wakeAt;
   };
 

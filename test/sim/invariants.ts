@@ -115,14 +115,19 @@ export function checkEnd(world: SimWorld): Violation[] {
   }
   for (const [operationId, message] of world.messages) {
     if (message.discarded || world.server.keys.has(operationId)) continue;
+    // Refused by the journal and by storage: lost with its tab, unavoidably (the client said `degraded`).
+    if (!message.journaled && world.disk.troubled) continue;
     const failed = world.tabs.some((tab) => tab.alive && tab.client.outbox.getSnapshot().some((e) => e.operationId === operationId && e.state === 'failed'));
     if (!failed) found.push({ kind: 'message-not-accepted', detail: `${message.content} (${operationId}) never accepted nor failed visibly` });
   }
   return found;
 }
 
+/** An error's name, message and the first frame in src/ (where the client let it escape). */
 export function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const frame = error.stack?.split('\n').find((line) => line.includes('/src/'))?.trim().replace(/^at /, '').replace(/\(?\/.*?\/src\//, '(src/');
+  return `${error.name}: ${error.message}${frame ? ` at ${frame}` : ''}`;
 }
 
 /** Whether everything is done: the heal phase may stop early. */
@@ -132,5 +137,5 @@ export function quiet(world: SimWorld): boolean {
     if (tab.promises.some((p) => !p.settled)) return false;
     if (tab.client.turns.getSnapshot().some((s) => !ENDED.has(s.status) && s.connection.state !== 'closed' && s.connection.state !== 'idle')) return false;
   }
-  return [...world.messages].every(([id, m]) => m.discarded || world.server.keys.has(id)) && [...world.server.turns.values()].every(world.server.isEnded);
+  return [...world.messages].every(([id, m]) => m.discarded || world.server.keys.has(id) || (!m.journaled && world.disk.troubled)) && [...world.server.turns.values()].every(world.server.isEnded);
 }

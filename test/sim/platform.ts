@@ -10,6 +10,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, webcrypto } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Rng } from './rng.js';
 import type { Scheduler } from './scheduler.js';
 import type { SimTabs } from './tabs.js';
@@ -53,6 +54,8 @@ export function installPlatform({ scheduler, rng, tabs, localStorage, context }:
   let online = true;
   const page = new EventTarget();
   const doc = new EventTarget();
+  // Every tab's client listens to the one page: more than Node's default 10 is the point.
+  setMaxListeners(0, page, doc);
   /** Listeners run as the tab that added them (and not at all once it is gone). */
   const wrapped = new WeakMap<object, Map<string, EventListener>>();
   const listen = (target: EventTarget) => ({

@@ -93,6 +93,12 @@ export async function runSeed(seed: number, options: RunOptions = {}): Promise<R
   } finally {
     world.close();
   }
+  if (process.env['SIM_DUMP']) {
+    const outbox = await world.disk.disk.loadOutbox();
+    console.log('disk outbox:', JSON.stringify(outbox.items.map((r) => [r.operationId, r.state, r.conversationId, r.createdAt, r.nextAttemptAt, r.attempts])));
+    const journal = Array.from({ length: world.disk.localStorage.length }, (_, i) => world.disk.localStorage.key(i));
+    console.log('journal:', JSON.stringify(journal), 'wall', world.scheduler.wall());
+  }
   const digest = JSON.stringify([
     [...world.server.turns.values()].map((t) => [t.id, t.log.length, t.status]),
     world.tabs.map((tab) => [tab.id, tab.alive, tab.diagnostics]),
