@@ -10,7 +10,7 @@ import { transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
-import { asLifelineError, ProtocolError } from '../errors.js';
+import { LifelineError, ProtocolError } from '../errors.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
 import { requestJson } from '../transport/http.js';
@@ -98,6 +98,7 @@ class Follower implements TurnFollower {
       share: () => this.#share,
       dispatch: (input) => this.#dispatch(input),
       heard: () => (this.#heard = deps.clock.now()),
+      guarded: (apply) => this.#guarded(apply),
     };
     this.#batcher = createBatcher(() => {
       this.#listeners.emit();
@@ -222,9 +223,7 @@ class Follower implements TurnFollower {
         for (const effect of step.effects) this.#run(effect, wall);
       }
     } catch (bug) {
-      // A bug, not a network condition: fail visibly rather than spin.
-      this.#inbox.length = 0;
-      this.#report.say({ type: 'failed', scope: 'stream', error: asLifelineError(bug) }, this.#deps.clock.wallNow());
+      this.#crash(bug);
     } finally {
       this.#dispatching = false;
     }
@@ -271,6 +270,36 @@ class Follower implements TurnFollower {
     }
   }
 
+  /**
+   * A throw inside this follower's own handling: a bug, not a network condition (issue 23,
+   * H2). The turn ends `failed` (`internal_error`) at once, visibly: every request and timer
+   * stopped, the tab group left, `completed` settled. Not through the machine, which may be
+   * what threw.
+   */
+  #crash(bug: unknown): void {
+    this.#inbox.length = 0;
+    const error = new LifelineError('internal_error', 'Lifeline failed while handling this turn.', { cause: bug });
+    this.#runner.clearAll();
+    this.#share?.leave();
+    this.#share = undefined;
+    this.#machine = { ...this.#machine, phase: 'done', status: 'failed', error, revivable: false, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined };
+    this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
+    this.#release();
+    this.#consumers.endIterators();
+    this.#changed();
+    const final = this.getSnapshot();
+    if (isEndedSnapshot(final)) this.#resolveCompleted(final);
+  }
+
+  #guarded<T>(apply: () => T): T | undefined {
+    try {
+      return apply();
+    } catch (bug) {
+      this.#crash(bug);
+      return undefined;
+    }
+  }
+
   #fire(timer: TimerName): void {
     const since = timer === 'stall' ? this.#heard : this.#runner.armedAt(timer);
     this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.clock.now() - since });
@@ -306,7 +335,7 @@ class Follower implements TurnFollower {
           if (shared) this.#report.tell('shared', { role: 'leader' });
           this.#dispatch({ kind: 'role', role: 'leader' });
         },
-        onBatch: (lastSeq, batch) => this.#intake.takeRelayed(lastSeq, batch),
+        onBatch: (lastSeq, batch) => this.#guarded(() => this.#intake.takeRelayed(lastSeq, batch)),
         onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
       },
       () => this.#intake.turn.lastSeq,
