@@ -10,9 +10,10 @@ import { transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
-import { LifelineError, ProtocolError } from '../errors.js';
+import { CancelledError, LifelineError, ProtocolError } from '../errors.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
+import { deadline } from '../runtime/deadline.js';
 import { requestJson } from '../transport/http.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import type { EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
@@ -134,8 +135,14 @@ class Follower implements TurnFollower {
     return this.#consumers.claim();
   }
 
+  /** One request, bounded by `requestTimeoutMs`; rejects `disposed` as soon as the client is. */
   async cancel(): Promise<void> {
-    const answer = await requestJson(this.#deps, 'POST', this.#path + '/cancel', cancelAnswerSchema, 100_000);
+    const { signal, timers, requestTimeoutMs } = this.#deps;
+    signal.throwIfAborted();
+    const limit = deadline(timers, requestTimeoutMs, signal);
+    const answer = await requestJson({ ...this.#deps, signal: limit.signal }, 'POST', this.#path + '/cancel', cancelAnswerSchema, 100_000);
+    limit.clear();
+    signal.throwIfAborted();
     if (!answer.ok) throw answer.failure.error;
   }
 
@@ -189,9 +196,19 @@ class Follower implements TurnFollower {
     this.#dispatch({ kind: 'resume' });
   }
 
+  /**
+   * Ends following for good. A turn not ended settles `completed` at once with status
+   * `failed` and a `disposed` error (`completed` never rejects); storage keeps the turn as
+   * it was, so the next page resumes it.
+   */
   dispose(): void {
     this.#close();
     this.#batcher.cancel();
+    if (this.#machine.phase === 'done') return;
+    const live = this.getSnapshot();
+    this.#resolveCompleted(
+      Object.freeze({ ...live, status: 'failed', error: new CancelledError('disposed', 'The client was disposed.'), connection: Object.freeze({ state: 'closed', attempt: 0 }) } as const),
+    );
   }
 
   #close(): void {

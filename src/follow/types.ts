@@ -21,6 +21,10 @@ export interface FollowerDeps {
   /** The app's options as given: the follower applies their defaults. */
   stall: StallOptions;
   limits: LimitOptions;
+  /** One list or cancel request's time limit, ms (the first-event window: how long the server may take to answer at all). */
+  requestTimeoutMs: number;
+  /** Aborts when the client is disposed (its reason is the `disposed` error). */
+  signal: AbortSignal;
   /** `now()` for every duration and schedule, `wallNow()` for what is stored or shown. */
   clock: Clock;
   timers: Timers;
