@@ -36,6 +36,8 @@ export type LifelineErrorCode =
   | 'storage_closed'
   | 'storage_corrupt_record'
   | 'storage_write_failed'
+  /** The write landed, but in memory only (storage degraded): it will not survive a reload. */
+  | 'storage_not_durable'
   // lifecycle
   | 'cancelled'
   | 'disposed'
