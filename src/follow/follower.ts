@@ -152,6 +152,7 @@ class Follower implements TurnFollower {
 
   setOrigin(known: TurnOrigin): void {
     this.#origin = { ...this.#origin, ...known };
+    if (known.createdAt !== undefined) this.#createdAt = known.createdAt;
     this.#changed();
     this.#deps.persistence.saveTurn(this.id);
   }
