@@ -18,6 +18,7 @@ import { resolvePorts, type Ports } from './ports/index.js';
 import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
 import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn } from './types.js';
+import { abortable } from './runtime/abortable.js';
 import { createConversationView } from './client/conversation-view.js';
 import { createFollowerRegistry, type FollowerRegistry } from './client/followers.js';
 import { createFrames, type Frames } from './client/frames.js';
@@ -53,12 +54,13 @@ function openPersistence({ storage = 'indexeddb', namespace = 'default', ...opti
 }
 
 /** Everything followers (and `recover()`'s list) need, bar their change notice, from the options. */
-function followerDeps(options: LifelineOptions, ports: Ports, frames: Frames, emit: (diagnostic: Diagnostic) => void, persistence: Persistence): Omit<FollowerDeps, 'onChange'> {
+function followerDeps(options: LifelineOptions, ports: Ports, frames: Frames, emit: (diagnostic: Diagnostic) => void, persistence: Persistence, signal: AbortSignal): Omit<FollowerDeps, 'onChange'> {
   const { baseUrl, namespace = 'default', stall = {}, limits = {} } = options;
   const { clock, timers, random, network, tabs, page } = ports;
   const fetch = options.fetch ?? ports.http.fetch;
   const retry = resolveRetryPolicy(options.retry);
-  return { baseUrl, namespace, fetch, headers: headersResolver(options.headers), retry, stall, limits, clock, timers, random: random.next, newId: random.id, tabs, page, network, emit, persistence, schedule: frames.schedule };
+  const requestTimeoutMs = stall.firstEventMs ?? 15_000;
+  return { baseUrl, namespace, fetch, requestTimeoutMs, signal, headers: headersResolver(options.headers), retry, stall, limits, clock, timers, random: random.next, newId: random.id, tabs, page, network, emit, persistence, schedule: frames.schedule };
 }
 
 /** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
@@ -113,10 +115,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const ports = resolvePorts(options.ports);
   const frames = createFrames(ports.page);
   const persistence = openPersistence(options, ports, diagnostics.emit);
-  const deps = followerDeps(options, ports, frames, diagnostics.emit, persistence);
-  /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners and cancels sleeps. */
+  /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners, cancels sleeps and requests, settles every promise. */
   const life = new AbortController();
   const signal = life.signal;
+  const deps = followerDeps(options, ports, frames, diagnostics.emit, persistence, signal);
   const assertUsable = (): void => signal.throwIfAborted();
   const registry = createFollowerRegistry(deps, () => client.ready, signal);
   const { followers, turns } = registry;
@@ -131,8 +133,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     storageStatus: persistence.status,
     turns,
     outbox: createOutboxView(outbox, isUnaccepted),
-    // Runs until its first await only: `client` exists before anything reads it.
-    ready: start((id) => client.recover(id), deps, outbox, registry, options.persist, signal),
+    // Runs until its first await only: `client` exists before anything reads it. Resolves at once on dispose.
+    ready: abortable(start((id) => client.recover(id), deps, outbox, registry, options.persist, signal), signal).catch(() => undefined),
     turn(turnId) {
       assertUsable();
       assertId('turnId', turnId);
@@ -151,17 +153,24 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     async recover(conversationId) {
       assertUsable();
       assertId('conversationId', conversationId);
-      await client.ready;
-      // Rejects `disposed` as soon as the client is.
-      const listed = await listTurns(deps, conversationId, signal);
-      await Promise.all(listed.map(registry.adopt));
-      return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
+      // Rejects `disposed` as soon as the client is, whatever it waits on.
+      return abortable(
+        (async () => {
+          await client.ready;
+          const listed = await listTurns(deps, conversationId, signal);
+          await Promise.all(listed.map(registry.adopt));
+          return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
+        })(),
+        signal,
+      );
     },
     async clearStorage() {
       assertUsable();
       registry.clear();
-      await outbox.clear();
-      await persistence.clear();
+      await abortable(
+        outbox.clear().then(() => persistence.clear()),
+        signal,
+      );
     },
     dispose() {
       if (signal.aborted) return;

@@ -36,9 +36,13 @@ export type LifelineErrorCode =
   | 'storage_closed'
   | 'storage_corrupt_record'
   | 'storage_write_failed'
+  /** The write landed, but in memory only (storage degraded): it will not survive a reload. */
+  | 'storage_not_durable'
   // lifecycle
   | 'cancelled'
   | 'disposed'
+  // a bug inside Lifeline (never the network's or the app's doing): the turn ends failed, visibly
+  | 'internal_error'
   // misuse of the API
   | 'invalid_argument';
 

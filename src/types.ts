@@ -96,10 +96,16 @@ export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEve
   readonly id: string;
   /**
    * Resolves with the final snapshot when the turn ends: `complete`, `cancelled`, or
-   * `failed` (the server said so, or the client gave up; see `error`). Never rejects.
+   * `failed` (the server said so, or the client gave up; see `error`). Never rejects. After
+   * `dispose()` a turn not ended resolves at once, `failed` with a `disposed` error (only
+   * in memory: storage keeps the turn for the next page).
    */
   readonly completed: Promise<EndedTurnSnapshot>;
-  /** Asks the server to cancel the turn (section 5); the end then arrives as `turn.end` `cancelled`. Rejects with a typed error. */
+  /**
+   * Asks the server to cancel the turn (section 5); the end then arrives as `turn.end`
+   * `cancelled`. Rejects with a typed error: `timeout` past `stall.firstEventMs` (default
+   * 15 s) without an answer, `disposed` at once when the client is.
+   */
   cancel(): Promise<void>;
   /** Stops following this turn (storage keeps what arrived); `client.turn(id)` follows it again. */
   close(): void;
@@ -276,9 +282,13 @@ export interface LifelineClient {
   readonly outbox: Outbox;
   readonly diagnostics: Subscribable<Diagnostic>;
   readonly storageStatus: ExternalStore<StorageStatus>;
-  /** Finds, adopts and replays a conversation's turns from the server's list endpoint. */
+  /**
+   * Finds, adopts and replays a conversation's turns from the server's list endpoint. Each
+   * list attempt is bounded by `stall.firstEventMs` and retried within `retry.maxElapsedMs`
+   * (then `retry_exhausted`); rejects `disposed` at once when the client is.
+   */
   recover(conversationId: string): Promise<readonly TurnSnapshot[]>;
-  /** Resolves once stored turns and outbox entries are loaded (before any network). */
+  /** Resolves once stored turns and outbox entries are loaded (before any network), or at once on `dispose()`. */
   readonly ready: Promise<void>;
   /** Deletes all local data of this namespace (logout). */
   clearStorage(): Promise<void>;

@@ -10,9 +10,10 @@ import { transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
-import { asLifelineError, ProtocolError } from '../errors.js';
+import { CancelledError, LifelineError, ProtocolError } from '../errors.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
+import { deadline } from '../runtime/deadline.js';
 import { requestJson } from '../transport/http.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import type { EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
@@ -98,6 +99,7 @@ class Follower implements TurnFollower {
       share: () => this.#share,
       dispatch: (input) => this.#dispatch(input),
       heard: () => (this.#heard = deps.clock.now()),
+      guarded: (apply) => this.#guarded(apply),
     };
     this.#batcher = createBatcher(() => {
       this.#listeners.emit();
@@ -133,8 +135,14 @@ class Follower implements TurnFollower {
     return this.#consumers.claim();
   }
 
+  /** One request, bounded by `requestTimeoutMs`; rejects `disposed` as soon as the client is. */
   async cancel(): Promise<void> {
-    const answer = await requestJson(this.#deps, 'POST', this.#path + '/cancel', cancelAnswerSchema, 100_000);
+    const { signal, timers, requestTimeoutMs } = this.#deps;
+    signal.throwIfAborted();
+    const limit = deadline(timers, requestTimeoutMs, signal);
+    const answer = await requestJson({ ...this.#deps, signal: limit.signal }, 'POST', this.#path + '/cancel', cancelAnswerSchema, 100_000);
+    limit.clear();
+    signal.throwIfAborted();
     if (!answer.ok) throw answer.failure.error;
   }
 
@@ -144,6 +152,7 @@ class Follower implements TurnFollower {
 
   setOrigin(known: TurnOrigin): void {
     this.#origin = { ...this.#origin, ...known };
+    if (known.createdAt !== undefined) this.#createdAt = known.createdAt;
     this.#changed();
     this.#deps.persistence.saveTurn(this.id);
   }
@@ -188,9 +197,19 @@ class Follower implements TurnFollower {
     this.#dispatch({ kind: 'resume' });
   }
 
+  /**
+   * Ends following for good. A turn not ended settles `completed` at once with status
+   * `failed` and a `disposed` error (`completed` never rejects); storage keeps the turn as
+   * it was, so the next page resumes it.
+   */
   dispose(): void {
     this.#close();
     this.#batcher.cancel();
+    if (this.#machine.phase === 'done') return;
+    const live = this.getSnapshot();
+    this.#resolveCompleted(
+      Object.freeze({ ...live, status: 'failed', error: new CancelledError('disposed', 'The client was disposed.'), connection: Object.freeze({ state: 'closed', attempt: 0 }) } as const),
+    );
   }
 
   #close(): void {
@@ -222,9 +241,7 @@ class Follower implements TurnFollower {
         for (const effect of step.effects) this.#run(effect, wall);
       }
     } catch (bug) {
-      // A bug, not a network condition: fail visibly rather than spin.
-      this.#inbox.length = 0;
-      this.#report.say({ type: 'failed', scope: 'stream', error: asLifelineError(bug) }, this.#deps.clock.wallNow());
+      this.#crash(bug);
     } finally {
       this.#dispatching = false;
     }
@@ -271,6 +288,36 @@ class Follower implements TurnFollower {
     }
   }
 
+  /**
+   * A throw inside this follower's own handling: a bug, not a network condition (issue 23,
+   * H2). The turn ends `failed` (`internal_error`) at once, visibly: every request and timer
+   * stopped, the tab group left, `completed` settled. Not through the machine, which may be
+   * what threw.
+   */
+  #crash(bug: unknown): void {
+    this.#inbox.length = 0;
+    const error = new LifelineError('internal_error', 'Lifeline failed while handling this turn.', { cause: bug });
+    this.#runner.clearAll();
+    this.#share?.leave();
+    this.#share = undefined;
+    this.#machine = { ...this.#machine, phase: 'done', status: 'failed', error, revivable: false, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined };
+    this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
+    this.#release();
+    this.#consumers.endIterators();
+    this.#changed();
+    const final = this.getSnapshot();
+    if (isEndedSnapshot(final)) this.#resolveCompleted(final);
+  }
+
+  #guarded<T>(apply: () => T): T | undefined {
+    try {
+      return apply();
+    } catch (bug) {
+      this.#crash(bug);
+      return undefined;
+    }
+  }
+
   #fire(timer: TimerName): void {
     const since = timer === 'stall' ? this.#heard : this.#runner.armedAt(timer);
     this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.clock.now() - since });
@@ -306,7 +353,7 @@ class Follower implements TurnFollower {
           if (shared) this.#report.tell('shared', { role: 'leader' });
           this.#dispatch({ kind: 'role', role: 'leader' });
         },
-        onBatch: (lastSeq, batch) => this.#intake.takeRelayed(lastSeq, batch),
+        onBatch: (lastSeq, batch) => this.#guarded(() => this.#intake.takeRelayed(lastSeq, batch)),
         onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
       },
       () => this.#intake.turn.lastSeq,

@@ -21,6 +21,10 @@ export interface FollowerDeps {
   /** The app's options as given: the follower applies their defaults. */
   stall: StallOptions;
   limits: LimitOptions;
+  /** One list or cancel request's time limit, ms (the first-event window: how long the server may take to answer at all). */
+  requestTimeoutMs: number;
+  /** Aborts when the client is disposed (its reason is the `disposed` error). */
+  signal: AbortSignal;
   /** `now()` for every duration and schedule, `wallNow()` for what is stored or shown. */
   clock: Clock;
   timers: Timers;
@@ -44,6 +48,8 @@ export interface TurnOrigin {
   conversationId?: string | undefined;
   messageId?: string | undefined;
   operationId?: string | undefined;
+  /** Epoch ms the server created the turn (its list says so): stored as the row's `createdAt`, lists sort by it. */
+  createdAt?: number | undefined;
 }
 
 /** A followed turn: the `Turn` handle the app holds, plus what the client calls on it. */
@@ -51,7 +57,7 @@ export interface TurnFollower extends Turn {
   /** True once ended or failed. */
   readonly done: boolean;
   readonly lastSeq: number;
-  /** Epoch ms the client first knew the turn (stored, or when followed). */
+  /** Epoch ms the turn was created: the server's (adopted from its list), stored, or when first followed here. */
   readonly createdAt: number;
   /**
    * A handle of the app's own (`client.turn(id)`, a hook): the turn is followed while any

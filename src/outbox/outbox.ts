@@ -14,7 +14,7 @@
  * there. Its operation id and position are kept.
  */
 import { createEmitter } from '../core/subscribable.js';
-import { asStorageError, type StorageError } from '../errors.js';
+import { asStorageError, StorageError } from '../errors.js';
 import type { Diagnostic } from '../types.js';
 import { isPending, newEntry, rearmed } from './entry-state.js';
 import { realStorage } from '../ports/storage.js';
@@ -69,6 +69,9 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     if (!stop.signal.aborted) emit({ type: 'storage-error', error: storageError });
     return storageError;
   };
+  /** Storage that fell back to memory keeps nothing over a reload: the journal copy must stay (issue 23, D1). */
+  const notDurable = (): StorageError | undefined =>
+    storage.durable?.() === false ? new StorageError('storage_not_durable', 'Storage fell back to memory: the entry is kept in the journal only.') : undefined;
   const ledger = createLedger({
     storage,
     journal,
@@ -99,7 +102,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       journal.write(entry);
       // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.
       const written = ledger.save(entry).then((error) => {
-        if (error) throw error;
+        const failure = error ?? notDurable();
+        if (failure) throw failure;
         journal.remove(entry.operationId);
       });
       // Callers may ignore `written`; the failure is already a diagnostic.
@@ -115,7 +119,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       (started ??= ledger.reload().then(async (skipped) => {
         for (const error of skipped) emit({ type: 'storage-error', error });
         // What a page journaled but did not get stored; an entry storage holds may have moved on since: left as stored.
-        await journal.adopt(async (entry) => (ledger.find(entry.operationId) ? undefined : ledger.save(entry)), trouble);
+        // A copy stays journaled until storage that survives a reload holds its entry.
+        await journal.adopt(async (entry) => (ledger.find(entry.operationId) ? undefined : await ledger.save(entry)) ?? notDurable(), trouble);
         const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
         if (count) emit({ type: 'outbox-replay', count });
       })),

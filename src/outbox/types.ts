@@ -4,7 +4,7 @@
  */
 import type { RetryPolicy } from '../core/backoff.js';
 import type { MessageContent, SubmitAnswer } from '../protocol/schemas.js';
-import type { Store } from '../storage/store.js';
+import type { OutboxStorage } from '../storage/guarded-store.js';
 import type { KeyValueStorage } from '../ports/storage.js';
 import type { LockManagerLike, TabChannel } from '../ports/tabs.js';
 import type { Timers } from '../ports/timers.js';
@@ -13,7 +13,7 @@ import type { NetworkMonitor } from '../ports/network.js';
 import type { Diagnostic, ExternalStore, OutboxEntry } from '../types.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
-export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
+export type { OutboxStorage };
 
 /** The part of `BroadcastChannel` the outbox uses. */
 export type OutboxChannel = TabChannel;
@@ -70,9 +70,10 @@ export interface Enqueued {
   /** The entry's Idempotency-Key (21 characters, from the random port). */
   readonly operationId: string;
   /**
-   * Resolves once the entry is in storage (it is never posted before). Rejects with a
-   * {@link StorageError} when storage refused it: the entry is then sent from memory
-   * and will not survive a reload. Safe to ignore.
+   * Resolves once the entry is in durable storage (it is never posted before). Rejects
+   * with a {@link StorageError} when storage refused it, or with `storage_not_durable`
+   * when it landed in memory only (storage degraded): the entry is then sent from memory,
+   * and its journal copy is kept until it is accepted, so a reload still finds it. Safe to ignore.
    */
   readonly written: Promise<void>;
 }

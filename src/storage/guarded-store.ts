@@ -13,8 +13,12 @@ import type { Store } from './store.js';
 /** One operation on whichever store is current. */
 export type Operation<T> = (store: Store) => Promise<T>;
 
-/** The outbox's share of storage, routed to the current (possibly degraded) store. */
-export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
+/**
+ * The outbox's share of storage, routed to the current (possibly degraded) store.
+ * `durable()` answers whether a write that lands survives a reload (false once the store
+ * fell back to memory, or is memory by choice); absent: always.
+ */
+export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'> & { durable?(): boolean };
 
 export interface GuardedStore {
   readonly status: ExternalStore<StorageStatus>;
@@ -103,10 +107,12 @@ export function createGuardedStore(primary: Store, { now, emit, persist: askPers
         if (target != primary) await primary.clear().catch((error: unknown) => report([asStorageError(error, 'Clearing the original store failed.')]));
       }),
     close: () => store.close(),
-    // Any method of the outbox's share, called on whichever store is current.
+    // Any method of the outbox's share, called on whichever store is current; `durable` answers whether that store survives a reload.
     outbox: new Proxy({} as OutboxStorage, {
       get: (_, method: keyof OutboxStorage) =>
-        (...args: unknown[]) => guard((target) => (target[method] as (...a: unknown[]) => Promise<unknown>)(...args)),
+        method === 'durable'
+          ? () => status.state === 'ok'
+          : (...args: unknown[]) => guard((target) => (target[method as Exclude<keyof OutboxStorage, 'durable'>] as (...a: unknown[]) => Promise<unknown>)(...args)),
     }),
   };
 }

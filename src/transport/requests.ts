@@ -7,6 +7,7 @@
 import { backoffStep, FRESH_BACKOFF, type RetryPolicy } from '../core/backoff.js';
 import { TransportError } from '../errors.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
+import { deadline } from '../runtime/deadline.js';
 import { sleep } from '../runtime/sleep.js';
 import type { Timers } from '../ports/timers.js';
 import type { Diagnostic } from '../types.js';
@@ -16,6 +17,8 @@ import { requestJson, type JsonRequest } from './http.js';
 export interface ListContext extends JsonRequest {
   random: () => number;
   timers: Timers;
+  /** One attempt's time limit, ms: past it the attempt is a `timeout`, retried like any. */
+  requestTimeoutMs: number;
   retry: RetryPolicy;
   emit: (diagnostic: Diagnostic) => void;
 }
@@ -29,13 +32,11 @@ export async function listTurns(context: ListContext, conversationId: string, si
   let backoff = FRESH_BACKOFF;
   for (;;) {
     // A list of 200 turn objects is ~60 KiB; ids match the protocol pattern, so they need no escaping.
-    const answer = await requestJson(
-      context,
-      'GET',
-      `/conversations/${conversationId}/turns?limit=200`,
-      listAnswerSchema,
-      4 * 1024 * 1024,
-    );
+    // Each attempt is bounded (a server that accepts and never answers) and ends with the client.
+    const limit = deadline(context.timers, context.requestTimeoutMs, signal);
+    const answer = await requestJson({ ...context, signal: limit.signal }, 'GET', `/conversations/${conversationId}/turns?limit=200`, listAnswerSchema, 4 * 1024 * 1024);
+    limit.clear();
+    if (signal.aborted) throw signal.reason;
     if (answer.ok) return answer.value.turns;
     const { error, disposition } = answer.failure;
     if (disposition !== 'retry') throw error;

@@ -1,0 +1,17 @@
+/**
+ * Every promise the API hands out settles at once after `dispose()` (issue 23, H1), even
+ * when what it waits on (a store that never answers, a request) would not.
+ */
+
+/** `promise`, or a rejection with `signal`'s reason as soon as it aborts; a later outcome of `promise` is dropped. */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const stop = (): void => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
