@@ -30,7 +30,7 @@ function chunksOf(turnId: string, events: readonly TurnEvent[]): UIMessageChunk[
   const chunks: UIMessageChunk[] = [];
   const replayer = createChunkReplayer(turnId, (chunk) => chunks.push(chunk));
   for (const event of events) {
-    if (event.type === 'delta') replayer.delta(event.text);
+    if (event.type === 'delta') replayer.delta(event);
     else if (event.type === 'part') replayer.part(event.part);
     else if (event.type === 'turn.end') replayer.end(event);
   }
