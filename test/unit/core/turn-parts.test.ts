@@ -138,12 +138,12 @@ describe('message parts', () => {
     const state = reduceEvents(TURN, [
       part(1, { type: 'text-start', id: 'p' }),
       part(2, { type: 'text-start', id: 'q' }),
-      { ...delta(3, 'The answer '), partId: 'p' },
-      { ...delta(4, '42'), partId: 'q', providerMetadata: { m: { n: 1 } } },
-      { ...delta(5, 'is '), partId: 'p' },
-      { ...delta(6, '.'), partId: 'q' },
+      delta(3, 'The answer ', 'p'),
+      delta(4, '42', 'q', { m: { n: 1 } }),
+      delta(5, 'is ', 'p'),
+      delta(6, '.', 'q'),
       part(7, { type: 'text-end', id: 'p' }),
-      { ...delta(8, '!'), partId: 'p' },
+      delta(8, '!', 'p'),
     ]);
     expect(turnText(state)).toBe('The answer 42is .!');
     expect(turnParts(state)).toEqual([
@@ -177,8 +177,8 @@ describe('message parts', () => {
   });
 });
 
-function delta(seq: number, text: string): TurnEvent {
-  return { turnId: TURN, seq, type: 'delta', text };
+function delta(seq: number, text: string, partId?: string, providerMetadata?: JsonObject): TurnEvent {
+  return { turnId: TURN, seq, type: 'delta', text, ...(partId !== undefined && { partId }), ...(providerMetadata && { providerMetadata }) };
 }
 
 function part(seq: number, value: PartObject): TurnEvent {
