@@ -153,6 +153,7 @@ export function defineContinuationSuite(name: string, makeLog: MakeProtocolLog):
       // An assistant message that names no message it continues is malformed.
       await expectError(await post(server!, 'conv-cont', { content: { role: 'assistant', parts: [] } }), 400, 'invalid_body');
       await expectError(await post(server!, 'conv-cont', { content: { id: 'bad id!', role: 'assistant', parts: [] } }), 400, 'invalid_body');
+      await expectError(await post(server!, 'conv-cont', { content: { id: user.turnId, role: 'assistant', parts: [{ text: 'no type' }] } }), 400, 'invalid_body');
     });
 
     describe('uiMessageAgent', () => {
