@@ -27,7 +27,9 @@ export interface LifelineHandlerOptions {
   /**
    * Idle time on a live stream before a heartbeat is sent, ms. Announced to clients in
    * the `Lifeline-Heartbeat` header of every stream, so they size their stall watchdog to
-   * it. Default 3000.
+   * it. Default 1000 (protocol 1.2): a client's 2.5× watchdog then notices a silent stall
+   * 2.5 s after the last byte, and with the Redis log's default 2 000 ms producer lease a
+   * dead producer's turn ends `producer_lost` within about three heartbeats.
    */
   heartbeatMs?: number;
   /** The SSE `retry:` value sent first on every stream, ms. Default 1000. */
@@ -68,8 +70,8 @@ export interface LifelineHandler {
 }
 
 const ANONYMOUS = 'anonymous';
-/** The reference heartbeat (PROTOCOL §2): short enough for a 2.5× client watchdog to catch a stall in under 8 s. */
-export const DEFAULT_HEARTBEAT_MS = 3000;
+/** The reference heartbeat (docs/protocol.md §2, since 1.2): a 2.5× client watchdog catches a stall 2.5 s after the last byte. */
+export const DEFAULT_HEARTBEAT_MS = 1000;
 /** Live turns one handler produces at once unless `maxLiveTurns` says otherwise. */
 export const DEFAULT_MAX_LIVE_TURNS = 1000;
 

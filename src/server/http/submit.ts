@@ -41,7 +41,7 @@ export async function submitMessage(context: HandlerContext, request: Request, c
   const existing = await log.putIdempotencyIfAbsent(principal, key, { fingerprint, state: 'in_flight', createdAt });
   if (existing) return replayedAnswer(existing, fingerprint, conversationId);
 
-  let turn: StoredTurn;
+  let turn: StoredTurn | undefined;
   try {
     if (producer.liveCount >= context.maxLiveTurns) {
       throw new HttpError(503, 'overloaded', 'Too many turns in progress; try again shortly.', { 'retry-after': '1' });
@@ -57,6 +57,9 @@ export async function submitMessage(context: HandlerContext, request: Request, c
     });
   } catch (cause) {
     await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Created but never to be produced: let its lease go so it ends instead of staying pending.
+    const created = turn?.id;
+    if (created !== undefined) await log.release?.(created).catch((error: unknown) => report(error, { phase: 'store', turnId: created }));
     throw cause;
   }
   producer.start(turn, body.content);

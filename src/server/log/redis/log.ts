@@ -192,6 +192,10 @@ export class RedisTurnLog implements TurnLog {
     }
   }
 
+  release(turnId: string): Promise<void> {
+    return this.#leases.release(turnId);
+  }
+
   listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]> {
     return this.#index.list(conversationId, principal, limit, (turnId) => this.getTurn(turnId));
   }
