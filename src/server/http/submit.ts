@@ -56,10 +56,13 @@ export async function submitMessage(context: HandlerContext, request: Request, c
       createdAt,
     });
   } catch (cause) {
-    await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Not awaited: with the log away each step could take the whole store timeout again,
+    // and the client's retry (after Retry-After) only needs the key freed by then (a 409
+    // meanwhile is retried too).
+    void log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
     // Created but never to be produced: let its lease go so it ends instead of staying pending.
     const created = turn?.id;
-    if (created !== undefined) await log.release?.(created).catch((error: unknown) => report(error, { phase: 'store', turnId: created }));
+    if (created !== undefined) void log.release?.(created).catch((error: unknown) => report(error, { phase: 'store', turnId: created }));
     throw cause;
   }
   producer.start(turn, body.content);

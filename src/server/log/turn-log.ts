@@ -148,6 +148,11 @@ export interface TurnLog {
   requestCancel(turnId: string): Promise<void>;
   /** True once cancel was requested for the turn. */
   isCancelRequested(turnId: string): Promise<boolean>;
+  /**
+   * Resolves when the log answers a trivial request, rejects when it cannot (the
+   * handler's readiness route, `/healthz`). Optional: a log without one counts as ready.
+   */
+  ping?(): Promise<void>;
   /** Releases timers and connections. */
   close(): Promise<void>;
 }

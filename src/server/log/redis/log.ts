@@ -192,6 +192,11 @@ export class RedisTurnLog implements TurnLog {
     }
   }
 
+  async ping(): Promise<void> {
+    const client = await this.#ctx.connection.client();
+    await client.ping();
+  }
+
   release(turnId: string): Promise<void> {
     return this.#leases.release(turnId);
   }
