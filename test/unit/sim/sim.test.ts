@@ -1,15 +1,13 @@
 /**
- * The deterministic simulator in CI (test/sim/, docs/reliability.md "Simulator"): many
- * seeds, each a run of several tabs of the real client against the simulated server,
- * network, storage and tabs with faults at every port, every invariant checked after each
- * step. A failure prints the one command that replays it. `SIM_SEEDS` overrides the count.
+ * The deterministic simulator in CI (test/sim/, docs/reliability.md "Simulator"), first half
+ * of the seeds (sim-second-half.test.ts runs the rest on the other core): each seed is a run of
+ * several tabs of the real client against the simulated server, network, storage and tabs, with
+ * faults at every port and every invariant checked after each step. A failure prints the one
+ * command that replays it.
  */
 import { describe, expect, it } from 'vitest';
-import { report, runSeed } from '../../sim/run.js';
-
-const SEEDS = Number(process.env['SIM_SEEDS'] ?? 1000);
-/** Seeds of the second half start here (the other file runs 1..SEEDS/2). */
-export const FIRST = 1;
+import { runSeed } from '../../sim/run.js';
+import { runRange, SEEDS } from './seeds.js';
 
 describe('simulator', () => {
   it('replays a seed exactly: the same trace and end state twice', async () => {
@@ -20,12 +18,5 @@ describe('simulator', () => {
     }
   });
 
-  it(`holds every invariant on seeds ${FIRST}..${FIRST + SEEDS / 2 - 1}`, { timeout: 600_000 }, async () => {
-    const failures: string[] = [];
-    for (let seed = FIRST; seed < FIRST + SEEDS / 2 && failures.length < 3; seed++) {
-      const result = await runSeed(seed);
-      if (!result.ok) failures.push(report(result));
-    }
-    expect(failures, failures.join('\n\n')).toEqual([]);
-  });
+  it(`holds every invariant on seeds 1..${SEEDS / 2}`, { timeout: 600_000 }, () => runRange(1, SEEDS / 2));
 });
