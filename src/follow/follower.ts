@@ -79,9 +79,9 @@ class Follower implements TurnFollower {
       replaying: () => this.#machine.replay,
       dispatch: (input) => this.#dispatch(input),
       tell: (type, fields) => this.#report.tell(type, fields),
-      applied: (event, from, raw) => {
+      applied: (event, from, raw, shown) => {
         deps.persistence.append(id, event);
-        this.#consumers.deliver(event);
+        if (shown) this.#consumers.deliver(shown);
         // The leader relays whatever it applied, stream or replay, so watchers replay only to fill gaps of their own.
         if (from !== 'relay') this.#share?.relay(raw ?? event);
       },

@@ -8,8 +8,8 @@ import type { Failure } from '../core/failure-policy.js';
 import type { FollowInput } from '../core/follow-types.js';
 import { applyEvent, applyNext, classifyEvent, foldedTurnState, skipEvent, turnEntries, turnText, type TurnState } from '../core/turn-reducer.js';
 import { errorFromJson, ProtocolError, type LifelineError } from '../errors.js';
-import { decodeEvent, type DecodeResult } from '../protocol/decode.js';
-import type { TurnEvent } from '../protocol/schemas.js';
+import { decodeEvent, isTurnEvent, type DecodeResult } from '../protocol/decode.js';
+import type { LoggedEvent, TurnEvent } from '../protocol/schemas.js';
 import type { FoldedTurn } from '../storage/persistence.js';
 import type { LoadedTurn } from '../storage/store.js';
 import type { Diagnostic, LimitOptions } from '../types.js';
@@ -29,8 +29,12 @@ export interface IntakeHost {
   replaying(): boolean;
   dispatch(input: FollowInput): void;
   tell<T extends TurnDiagnosticType>(type: T, fields: TurnDiagnosticFields<T>): void;
-  /** An event was applied: store it, hand it to the iterators and (leading) to the other tabs. */
-  applied(event: TurnEvent, from: Source, raw: string | undefined): void;
+  /**
+   * An event was applied: store it, hand `shown` to the iterators and (leading) relay it to
+   * the other tabs. `shown` is the event itself, or `undefined` for an unknown type (stored
+   * and relayed, never shown: docs/faults.md row 46).
+   */
+  applied(event: LoggedEvent, from: Source, raw: string | undefined, shown: TurnEvent | undefined): void;
   /** Something the app reads changed. */
   changed(): void;
   /** The request in flight (or the relay) made a sound. */
@@ -79,12 +83,18 @@ export class TurnIntake {
     if (decoded.kind === 'error') return { error: decoded.error, disposition };
     if (decoded.kind === 'unknown') {
       host.tell('unknown-event', { eventType: decoded.type });
-      // Skipped, but its seq is consumed: otherwise the next event would look like a gap forever.
-      this.turn = skipEvent(this.turn, decoded.seq ?? 0);
-      return host.changed();
+      // Placed like any event (docs/faults.md row 46): no hole in storage, no gap in a watching tab. Without a seq it cannot be.
+      return decoded.event && this.#place(decoded.event, from, raw);
     }
-    const { event } = decoded;
-    const verdict = classifyEvent(this.turn, event, host.limits);
+    return this.#place(decoded.event, from, raw);
+  }
+
+  /** Applies `event` when it is next; answers why the path that brought it must stop, if it must. */
+  #place(event: LoggedEvent, from: Source, raw: string | undefined): Failure | void {
+    const { host } = this;
+    const disposition = from === 'replay' ? 'fatal' : 'retry';
+    // An unknown event is placed by its turn and seq alone (its type is never `delta`).
+    const verdict = classifyEvent(this.turn, event as TurnEvent, host.limits);
     if (verdict === 'next') return this.#apply(event, from, raw);
     if (verdict === 'duplicate') return host.tell('duplicate', { seq: event.seq });
     if (verdict === 'gap') {
@@ -132,7 +142,7 @@ export class TurnIntake {
       const status = record.status === 'complete' || record.status === 'cancelled' ? record.status : 'failed';
       return { kind: 'restored', hasEvents: true, ended: true, final: { status, error } };
     }
-    for (const event of events) this.turn = applyEvent(this.turn, event, limits);
+    for (const event of events) this.turn = isTurnEvent(event) ? applyEvent(this.turn, event, limits) : skipEvent(this.turn, event.seq);
     return { kind: 'restored', hasEvents: this.turn.lastSeq > 0, ended: this.turn.phase === 'ended' };
   }
 
@@ -144,10 +154,12 @@ export class TurnIntake {
   }
 
   /** Hot path: `event` was classified `next`. */
-  #apply(event: TurnEvent, from: Source, raw: string | undefined): void {
+  #apply(event: LoggedEvent, from: Source, raw: string | undefined): void {
     const { host } = this;
-    this.turn = applyNext(this.turn, event);
-    host.applied(event, from, raw);
+    const shown = isTurnEvent(event) ? event : undefined;
+    // Unknown: its seq is consumed, nothing shown.
+    this.turn = shown ? applyNext(this.turn, shown) : skipEvent(this.turn, event.seq);
+    host.applied(event, from, raw, shown);
     this.#count++;
     if (!this.#progressed) {
       this.#progressed = true;

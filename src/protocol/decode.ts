@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js';
-import { ID_PATTERN, TURN_EVENT_TYPES, turnEventSchema, type DeltaEvent, type TurnEvent } from './schemas.js';
+import { ID_PATTERN, TURN_EVENT_TYPES, turnEventSchema, type DeltaEvent, type LoggedEvent, type TurnEvent, type UnknownEvent } from './schemas.js';
 
 /** Limits applied while decoding untrusted event data. */
 export interface DecodeLimits {
@@ -13,14 +13,20 @@ export const DEFAULT_MAX_EVENT_SIZE = 1024 * 1024;
 /** Outcome of {@link decodeEvent}; never throws. */
 export type DecodeResult =
   | { readonly kind: 'event'; readonly event: TurnEvent }
-  /** A well-formed event of a type this client does not know: skip it (forward compatibility). */
-  | { readonly kind: 'unknown'; readonly type: string; readonly seq: number | undefined }
+  /**
+   * An event of a type this client does not know (forward compatibility): `event` when it
+   * names a valid turn id and seq (then it is placed, stored and relayed, but not shown).
+   */
+  | { readonly kind: 'unknown'; readonly type: string; readonly event: UnknownEvent | undefined }
   | { readonly kind: 'error'; readonly error: ProtocolError };
 
 const invalid = (message: string, details?: unknown): DecodeResult => ({
   kind: 'error',
   error: new ProtocolError('invalid_event', message, { details }),
 });
+
+/** The event is of a type this client knows (else it is only placed, stored and relayed). */
+export const isTurnEvent = (event: LoggedEvent): event is TurnEvent => TURN_EVENT_TYPES.includes(event.type as never);
 
 /** Drops `__proto__`/`constructor`/`prototype` keys anywhere in parsed JSON (in place; 64 levels deep at most). */
 function stripPoison(value: unknown, depth = 64): void {
@@ -46,7 +52,10 @@ export function decodeEventValue(value: unknown, turnId?: string): DecodeResult 
   const type = record?.type;
   if (typeof type === 'string' && !TURN_EVENT_TYPES.includes(type as never)) {
     const seq = record!.seq;
-    return { kind: 'unknown', type, seq: typeof seq === 'number' ? seq : undefined };
+    const placed = typeof id === 'string' && ID_PATTERN.test(id) && typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0;
+    // Kept as sent (it is stored and relayed), minus keys that could poison a prototype.
+    if (placed) stripPoison(value);
+    return { kind: 'unknown', type, event: placed ? (value as UnknownEvent) : undefined };
   }
   // Action and turn.end payloads carry arbitrary JSON that zod would copy key by key.
   stripPoison(value);

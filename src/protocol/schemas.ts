@@ -165,6 +165,15 @@ export type TurnEndEvent = z.infer<typeof turnEndEventSchema>;
 export type TurnEndStatus = z.infer<typeof turnEndStatusSchema>;
 /** Any event of a turn's log, as sent in an SSE `data:` line and in replay answers. */
 export type TurnEvent = z.infer<typeof turnEventSchema>;
+
+/**
+ * An event of a type this client does not know (a newer server), as sent: placed by its
+ * seq, stored and relayed like any event, skipped only for display (docs/faults.md row 46).
+ */
+export type UnknownEvent = { readonly turnId: string; readonly seq: number; readonly type: string } & { readonly [field: string]: unknown };
+
+/** What a turn's log holds: its events, of known types or not. */
+export type LoggedEvent = TurnEvent | UnknownEvent;
 export type TurnEventType = TurnEvent['type'];
 export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta', 'action', 'part', 'turn.end'];
 

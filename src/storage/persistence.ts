@@ -7,7 +7,7 @@
 import type { LifelineError } from '../errors.js';
 import { realStorage } from '../ports/storage.js';
 import { realTimers, type Timers } from '../ports/timers.js';
-import type { TurnEvent } from '../protocol/schemas.js';
+import type { LoggedEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createGuardedStore, type OutboxStorage } from './guarded-store.js';
 import type { ActionState, LoadedTurn, PartEntry, Store, TurnRecord, TurnStatus } from './store.js';
@@ -80,7 +80,7 @@ export interface Persistence {
   /** Writes the turn's row now (in order with its chunks), e.g. at acceptance. */
   saveTurn(turnId: string): void;
   /** Hot path: buffers one applied event. */
-  append(turnId: string, event: TurnEvent): void;
+  append(turnId: string, event: LoggedEvent): void;
   /**
    * Writes the turn's buffered events (in capped writes, after those already queued),
    * then folds its chunks into its final row. Resolves once written (or given up).

@@ -7,7 +7,7 @@
 import * as z from 'zod/mini';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
 import { decodeEventValue } from '../protocol/decode.js';
-import { actionFields, idempotencyKeySchema, idSchema, jsonObjectSchema, partSchema, seqSchema, submitBodySchema, type TurnEvent } from '../protocol/schemas.js';
+import { actionFields, idempotencyKeySchema, idSchema, jsonObjectSchema, partSchema, seqSchema, submitBodySchema, type LoggedEvent } from '../protocol/schemas.js';
 import type { LoadResult, OutboxRecord, TurnRecord } from './store.js';
 
 export { isEndedStatus } from '../core/domain.js';
@@ -69,7 +69,7 @@ export const outboxRecordSchema = z.object({
  * what keeps hydrating a 10 000-event turn fast).
  */
 export const chunkSchema = z
-  .object({ turnId: idSchema, firstSeq: seqSchema, lastSeq: seqSchema, events: z.array(z.custom<TurnEvent>((event) => decodeEventValue(event).kind == 'event')) })
+  .object({ turnId: idSchema, firstSeq: seqSchema, lastSeq: seqSchema, events: z.array(z.custom<LoggedEvent>((event) => { const decoded = decodeEventValue(event); return decoded.kind == 'event' || (decoded.kind == 'unknown' && decoded.event !== undefined); })) })
   .check(
     z.refine(
       ({ turnId, firstSeq, lastSeq, events }) => events.length == lastSeq - firstSeq + 1 && events.every((event, i) => event?.seq == firstSeq + i && event.turnId == turnId),

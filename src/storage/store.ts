@@ -1,6 +1,6 @@
 import type { LifelineError, StorageError } from '../errors.js';
 import type { ActionState, OutboxRecord, PartEntry, TurnStatus } from '../core/domain.js';
-import type { MessageContent, TurnEvent } from '../protocol/schemas.js';
+import type { MessageContent, LoggedEvent } from '../protocol/schemas.js';
 
 export type { ActionState, EndedTurnStatus, OutboxRecord, OutboxState, PartEntry, TurnStatus } from '../core/domain.js';
 
@@ -39,7 +39,7 @@ export interface EventChunk {
   turnId: string;
   firstSeq: number;
   lastSeq: number;
-  events: TurnEvent[];
+  events: LoggedEvent[];
 }
 
 /**
@@ -48,7 +48,7 @@ export interface EventChunk {
  */
 export interface LoadedTurn {
   record: TurnRecord;
-  events: TurnEvent[];
+  events: LoggedEvent[];
   /**
    * Stored chunks that could not be used (corrupt, foreign, or after a hole). `events`
    * then stops at the last contiguous seq and `record.lastSeq` is lowered to match, so

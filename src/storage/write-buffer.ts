@@ -9,7 +9,7 @@
  * cloning and commit block the page for a long task.
  */
 import type { TimerHandle, Timers } from '../ports/timers.js';
-import type { TurnEvent } from '../protocol/schemas.js';
+import type { LoggedEvent } from '../protocol/schemas.js';
 import type { GuardedStore } from './guarded-store.js';
 import type { TurnWrite } from './store.js';
 import type { TurnRows } from './turn-rows.js';
@@ -25,7 +25,7 @@ export interface WriteBufferOptions {
 
 export interface WriteBuffer {
   /** Hot path: buffers one applied event. */
-  append(turnId: string, event: TurnEvent): void;
+  append(turnId: string, event: LoggedEvent): void;
   /**
    * Queues one write (one transaction) of the items `take` builds when its turn comes (so
    * it takes all that is buffered by then, with the newest rows). Taken once: a retry on
@@ -57,8 +57,8 @@ function queueWrite(store: GuardedStore, take: () => TurnWrite[]): Promise<void>
  * Takes up to `budget` events out of `buffers`, by turn in the order they are served; a
  * turn only partly taken moves to the back, so one backlog does not hold the others back.
  */
-function takeUpTo(buffers: Map<string, TurnEvent[]>, budget: number): [turnId: string, events: TurnEvent[]][] {
-  const taken: [string, TurnEvent[]][] = [];
+function takeUpTo(buffers: Map<string, LoggedEvent[]>, budget: number): [turnId: string, events: LoggedEvent[]][] {
+  const taken: [string, LoggedEvent[]][] = [];
   for (const [turnId, events] of buffers) {
     if (!budget) break;
     const some = events.splice(0, budget);
@@ -71,7 +71,7 @@ function takeUpTo(buffers: Map<string, TurnEvent[]>, budget: number): [turnId: s
 }
 
 /** Adds a turn's events to `items`, one chunk per run of consecutive seqs (a skipped unknown event leaves a gap). */
-function chunks(rows: TurnRows, turnId: string, events: TurnEvent[], items: TurnWrite[] = []): TurnWrite[] {
+function chunks(rows: TurnRows, turnId: string, events: LoggedEvent[], items: TurnWrite[] = []): TurnWrite[] {
   let first = 0;
   events.forEach((event, i) => {
     if (events[i + 1]?.seq == event.seq + 1) return;
@@ -84,7 +84,7 @@ function chunks(rows: TurnRows, turnId: string, events: TurnEvent[], items: Turn
 
 export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, store, timers }: WriteBufferOptions): WriteBuffer {
   /** Buffered events per turn, in seq order; turns in the order they are served. */
-  let buffers = new Map<string, TurnEvent[]>();
+  let buffers = new Map<string, LoggedEvent[]>();
   let buffered = 0;
   let timer: TimerHandle | undefined;
   /** The write loop while it runs. */
@@ -102,7 +102,7 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     }
     return items;
   };
-  const drop = (turnId: string): TurnEvent[] => {
+  const drop = (turnId: string): LoggedEvent[] => {
     const events = buffers.get(turnId) ?? [];
     buffered -= events.length;
     buffers.delete(turnId);
