@@ -11,8 +11,6 @@ export const SEEDS = Number(process.env['SIM_SEEDS'] ?? 300);
 
 /** Open defects the simulator finds on the merged code (docs/reliability.md "Simulator"), by seed. */
 export const KNOWN_OPEN: ReadonlyMap<number, string> = new Map([
-  // W4: an unknown event type leaves a hole in storage; a reload reports storage_corrupt_record.
-  ...[7, 42, 84, 88, 149, 185, 202, 239, 252, 285].map((seed) => [seed, 'W4'] as const),
   // A reloaded tab follows a turn storage holds as ended: connect ↔ replay without backoff.
   [41, 'live-lock'],
   // H4 remnant: the wall clock set back ≥ 1 h while a submit never answers parks entries past the budget.
