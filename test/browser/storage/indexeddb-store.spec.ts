@@ -40,7 +40,7 @@ test('a real QuotaExceededError is a typed storage_quota_exceeded (the rejection
     // 256 events of 8 Ki random characters: 2 MiB that does not compress, against a 256 KiB quota.
     const big = chunk('t1', 3, 258);
     const noise = () => Array.from(crypto.getRandomValues(new Uint8Array(8 * 1024)), (byte) => String.fromCharCode(33 + (byte % 90))).join('');
-    for (const event of big.events) if (event.type === 'delta') event.text = noise();
+    for (const event of big.events) if (event.type === 'delta') (event as { text: string }).text = noise();
     let code: string | undefined;
     try {
       await store.write([{ record: row('t1', { lastSeq: 258 }), chunk: big }]);

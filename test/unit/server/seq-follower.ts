@@ -110,7 +110,7 @@ export function untilSnapshot(turn: Turn, predicate: (snapshot: TurnSnapshot) =>
   });
 }
 
-export function seqs(events: readonly TurnEvent[]): number[] {
+export function seqs(events: readonly { seq: number }[]): number[] {
   return events.map((event) => event.seq);
 }
 
