@@ -237,9 +237,18 @@ export class RedisTurnLog implements TurnLog {
    */
   async close(): Promise<void> {
     if (this.#closed) return;
-    await this.#leases.releaseAll();
+    // Bounded: with Redis away the releases would wait in the client's queue for a minute;
+    // the leases then lapse on their own.
+    await settleWithin(this.#leases.releaseAll(), this.#ctx.leaseMs);
     this.#closed = true;
     await this.#waiter?.close();
     await this.#ctx.connection.close();
   }
+}
+
+/** Waits for `work` at most `ms`; its failure or lateness is not the caller's concern. */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
