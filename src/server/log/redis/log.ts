@@ -124,13 +124,19 @@ export class RedisTurnLog implements TurnLog {
   }
 
   async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
-    const body = JSON.stringify(event);
-    const endStatus = event.type === 'turn.end' ? event.status : '';
-    const result = await appendBodies(this.#ctx, this.#leases, turnId, [{ body, endStatus }]);
+    return (await this.appendMany(turnId, [event]))[0] as TurnEvent;
+  }
+
+  /** One script run for the lot: the coalesced appends of a producer cost one round trip. */
+  async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
+    if (events.length === 0) return [];
+    const bodies = events.map((event) => ({ body: JSON.stringify(event), endStatus: event.type === 'turn.end' ? event.status : '' }));
+    const result = await appendBodies(this.#ctx, this.#leases, turnId, bodies);
     if (result === 'unknown') throw new Error(`Turn ${turnId} is unknown or expired.`);
     if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
+    const first = result - bodies.length + 1;
     // Parsed back from what was stored, so the caller gets exactly what readers will get.
-    return { turnId, seq: result, ...(JSON.parse(body) as object) } as TurnEvent;
+    return bodies.map(({ body }, i) => ({ turnId, seq: first + i, ...(JSON.parse(body) as object) }) as TurnEvent);
   }
 
   async read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
