@@ -1,6 +1,7 @@
 import { sha256Hex } from '../../protocol/integrity.js';
-import type { JsonValue, MessageContent, TurnEndStatus } from '../../protocol/schemas.js';
+import type { JsonValue, TurnEndStatus } from '../../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
+import { conversationReader } from './conversation.js';
 import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
 import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
 import { AppendQueue } from './append-queue.js';
@@ -80,10 +81,10 @@ export class TurnProducer {
     return this.#live.size;
   }
 
-  /** Starts producing `turn` in the background. */
-  start(turn: StoredTurn, content: MessageContent): void {
+  /** Starts producing `turn` in the background; `headers` are the submit request's (the agent's, never stored). */
+  start(turn: StoredTurn, headers: Headers): void {
     const controller = new AbortController();
-    const done = this.#run(turn, content, controller).finally(() => this.#live.delete(turn.id));
+    const done = this.#run(turn, headers, controller).finally(() => this.#live.delete(turn.id));
     this.#live.set(turn.id, { controller, done });
   }
 
@@ -117,7 +118,7 @@ export class TurnProducer {
     await Promise.all(all.map((live) => live.done));
   }
 
-  async #run(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<void> {
+  async #run(turn: StoredTurn, headers: Headers, controller: AbortController): Promise<void> {
     const { log, report } = this.#deps;
     const poll = this.#watchForCancel(turn.id, controller);
     try {
@@ -128,7 +129,7 @@ export class TurnProducer {
         createdAt: turn.createdAt,
       });
       const queue = new AppendQueue(log, turn.id);
-      const produced = await this.#produce(turn, content, controller, queue);
+      const produced = await this.#produce(turn, headers, controller, queue);
       const { status, error } = endOf(controller.signal, produced.failure);
       const textSha256 = await sha256Hex(produced.texts.join(''));
       await queue.push({
@@ -168,7 +169,7 @@ export class TurnProducer {
    * what reached the log and, when the agent failed, the error for `turn.end`; a failing
    * log is thrown (as `StoreFailure`) for `#run` to handle.
    */
-  async #produce(turn: StoredTurn, content: MessageContent, controller: AbortController, queue: AppendQueue): Promise<Produced> {
+  async #produce(turn: StoredTurn, headers: Headers, controller: AbortController, queue: AppendQueue): Promise<Produced> {
     const { agent, report } = this.#deps;
     const { signal } = controller;
     const logged: LoggedSoFar = { events: 1, texts: [], textLength: 0 };
@@ -178,8 +179,12 @@ export class TurnProducer {
         turnId: turn.id,
         conversationId: turn.conversationId,
         messageId: turn.messageId,
-        content,
+        content: turn.content,
+        context: turn.context,
+        headers,
+        continues: turn.continues,
         principal: turn.principal,
+        conversation: conversationReader(this.#deps.log, { turnId: turn.id, conversationId: turn.conversationId, principal: turn.principal }),
         signal,
       })[Symbol.asyncIterator]();
       await this.#logAgentEvents(queue, iterator, signal, logged);
