@@ -1,92 +1,100 @@
 import type { TurnEvent } from '../../protocol/schemas.js';
-import { isExpiredTurn, type TurnLog } from '../log/turn-log.js';
+import type { TurnLog } from '../log/turn-log.js';
+import { FOLLOW_CHUNK_BYTES, sseFrame, type FeedHub, type TurnFeed } from './turn-feed.js';
 
-/** Most events read from the log per chunk written. */
-const FOLLOW_PAGE_EVENTS = 2000;
-/**
- * Most event data per chunk written (the log's page bytes, see `eventSize`), unless one
- * event alone is larger. The stream is pulled only when its reader asks for more, so a
- * connection holds at most the chunk in hand plus what its socket buffered before it
- * reported full: about 200 KiB of UTF-8 at worst, well under the protocol's 1 MiB bound
- * per connection, however large the turn and however slow the reader.
- */
-export const FOLLOW_CHUNK_BYTES = 64 * 1024;
+export { FOLLOW_CHUNK_BYTES } from './turn-feed.js';
 
-/** One SSE message for a logged event: `id` = seq, `event` = type, one line of JSON data. */
-function sseMessage(event: TurnEvent): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-}
-
-const HEARTBEAT = 'event: heartbeat\ndata: {}\n\n';
+/** Most events read from the log per backlog chunk. */
+const BACKLOG_PAGE_EVENTS = 2000;
+const encoder = new TextEncoder();
+const HEARTBEAT = encoder.encode('event: heartbeat\ndata: {}\n\n');
 
 export interface FollowOptions {
   log: TurnLog;
+  feeds: FeedHub;
   turnId: string;
   /** Last seq the client has; the stream sends seq > after. */
   after: number;
   retryMs: number;
-  heartbeatMs: number;
-  /** The request's signal: the loop stops and releases its log waiters when it aborts. */
+  /** The request's signal: the stream stops and leaves its feed when it aborts. */
   signal: AbortSignal;
 }
 
 /** What one pull produced: a chunk to send, and whether the stream is over after it. */
-type Step = { chunk?: string; done: boolean };
+type Step = { chunk?: Uint8Array; done: boolean };
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  let total = 0;
+  for (const part of parts) total += part.byteLength;
+  const joined = new Uint8Array(total);
+  let at = 0;
+  for (const part of parts) {
+    joined.set(part, at);
+    at += part.byteLength;
+  }
+  return joined;
+}
 
 /**
- * The follow loop's state: where the reader is, and the `retry:` line still to send.
- * Each `next()` is one answer to one pull of the stream.
+ * One follower of a turn's feed: where it is, and the `retry:` line still to send. Each
+ * `next()` answers one pull of the stream: the frames after its cursor from the feed
+ * (shared, encoded once), or, when it is further behind than the feed's window, a page
+ * it reads from the log itself; else it waits for the feed's next change.
  */
-class FollowCursor {
+class FeedFollower {
   #cursor: number;
-  #prefix: string;
+  #prefix: Uint8Array | undefined;
+  #beat: number;
   readonly #options: FollowOptions;
+  readonly #feed: TurnFeed;
   readonly #stop: AbortSignal;
 
-  constructor(options: FollowOptions, stop: AbortSignal) {
+  constructor(options: FollowOptions, feed: TurnFeed, stop: AbortSignal) {
     this.#options = options;
+    this.#feed = feed;
     this.#stop = stop;
     this.#cursor = options.after;
-    this.#prefix = `retry: ${options.retryMs}\n\n`;
+    this.#beat = feed.beat;
+    this.#prefix = encoder.encode(`retry: ${options.retryMs}\n\n`);
   }
 
   async next(): Promise<Step> {
-    const { log, turnId, heartbeatMs } = this.#options;
-    let waited = false;
+    const feed = this.#feed;
     for (;;) {
       if (this.#stop.aborted) return { done: true };
-      const page = await log.read(turnId, this.#cursor, FOLLOW_PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
-      if (page.events.length > 0) return this.#eventsChunk(page.events);
-      if (this.#prefix !== '') {
-        // Nothing logged yet: send `retry:` at once so the client sees a live stream.
-        return { chunk: this.#takePrefix(), done: false };
+      const frames = feed.framesAfter(this.#cursor, FOLLOW_CHUNK_BYTES);
+      if (frames === undefined) return this.#backlog();
+      const last = frames.at(-1);
+      if (last !== undefined) {
+        this.#cursor = last.seq;
+        return this.#send(frames.map((frame) => frame.bytes));
       }
-      if (waited) {
-        // The wait ended with nothing new: a timeout, unless the turn ended or vanished.
-        const turn = await log.getTurn(turnId);
-        if (turn === undefined || isExpiredTurn(turn) || turn.endedAt !== undefined) return { done: true };
+      // Nothing logged yet: send `retry:` at once so the client sees a live stream.
+      if (this.#prefix !== undefined) return this.#send([]);
+      if (feed.isOver(this.#cursor)) return { done: true };
+      if (feed.beat !== this.#beat) {
+        this.#beat = feed.beat;
         return { chunk: HEARTBEAT, done: false };
       }
-      await log.waitForEvents(turnId, this.#cursor, { signal: this.#stop, timeoutMs: heartbeatMs });
-      waited = true;
+      await feed.changed(this.#stop);
     }
   }
 
-  #takePrefix(): string {
-    const prefix = this.#prefix;
-    this.#prefix = '';
-    return prefix;
+  /** A page the feed's window no longer holds, read and encoded for this follower alone. */
+  async #backlog(): Promise<Step> {
+    const { log, turnId } = this.#options;
+    const page = await log.read(turnId, this.#cursor, BACKLOG_PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
+    const frames = page.events.map((event: TurnEvent) => sseFrame(event));
+    const last = page.events.at(-1);
+    if (last !== undefined) this.#cursor = last.seq;
+    return this.#send(frames);
   }
 
-  #eventsChunk(events: readonly TurnEvent[]): Step {
-    let chunk = this.#takePrefix();
-    let done = false;
-    for (const event of events) {
-      chunk += sseMessage(event);
-      this.#cursor = event.seq;
-      if (event.type === 'turn.end') done = true;
-    }
-    return { chunk, done };
+  #send(frames: Uint8Array[]): Step {
+    if (this.#prefix !== undefined) frames.unshift(this.#prefix);
+    this.#prefix = undefined;
+    return { chunk: concat(frames), done: this.#feed.isOver(this.#cursor) };
   }
 }
 
@@ -94,30 +102,34 @@ class FollowCursor {
  * The body of a follow answer (section 2): `retry:`, then every logged event after
  * the resume point, then live events, heartbeats while idle, and the end after
  * `turn.end`. Written at the reader's pace: with a high-water mark of 0 the stream
- * reads the log only when its reader (the Node adapter, after `drain`) asks for the
- * next chunk, and each chunk is one log page bounded by {@link FOLLOW_CHUNK_BYTES}.
- * A reader that stops reading costs one chunk, never the turn.
+ * takes the next chunk only when its reader (the Node adapter, after `drain`) asks, and
+ * each chunk is bounded by {@link FOLLOW_CHUNK_BYTES}. A reader that stops reading costs
+ * one chunk, never the turn.
  */
 export function createFollowStream(options: FollowOptions): ReadableStream<Uint8Array> {
-  const { signal } = options;
-  const encoder = new TextEncoder();
+  const { signal, feeds } = options;
   const stop = new AbortController();
-  const onAbort = (): void => stop.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
-  const release = (): void => {
+  const feed = feeds.join(options.turnId, options.after);
+  const onAbort = (): void => release();
+  let released = false;
+  function release(): void {
+    if (released) return;
+    released = true;
     signal.removeEventListener('abort', onAbort);
     stop.abort();
-  };
-  if (signal.aborted) stop.abort();
-  const cursor = new FollowCursor(options, stop.signal);
+    feeds.leave(feed);
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) release();
+  const follower = new FeedFollower(options, feed, stop.signal);
 
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        const step = await cursor.next();
+        const step = await follower.next();
         // Cancelled while reading: the stream is closed already, nothing more goes out.
         const cancelled = stop.signal.aborted;
-        if (step.chunk !== undefined && !cancelled) controller.enqueue(encoder.encode(step.chunk));
+        if (step.chunk !== undefined && !cancelled) controller.enqueue(step.chunk);
         if (!step.done && !cancelled) return;
         release();
         // The reader may already have cancelled the stream, which closes it.

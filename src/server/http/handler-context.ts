@@ -1,6 +1,7 @@
 import type { TurnProducer, ServerErrorReporter } from '../producer/producer.js';
 import type { TurnLog } from '../log/turn-log.js';
 import type { CrossSitePolicy } from './cross-site.js';
+import type { FeedHub } from './turn-feed.js';
 
 /** What every route of the handler works with, resolved once from the options. */
 export interface HandlerContext {
@@ -10,6 +11,8 @@ export interface HandlerContext {
   /** False once `close()` began: submissions and `/healthz` answer `503 shutting_down`. */
   accepting: boolean;
   crossSite: CrossSitePolicy;
+  /** One log reader per followed turn on this instance, shared by its followers. */
+  feeds: FeedHub;
   now: () => number;
   heartbeatMs: number;
   retryMs: number;

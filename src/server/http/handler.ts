@@ -9,6 +9,7 @@ import { ALLOWED_METHOD, matchRoute, normalizeBasePath } from './routes.js';
 import { submitMessage } from './submit.js';
 import { CrossSitePolicy, type CorsOptions } from './cross-site.js';
 import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from './store-guard.js';
+import { FeedHub } from './turn-feed.js';
 import type { TurnLog } from '../log/turn-log.js';
 import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
 
@@ -126,12 +127,15 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
     cancelPollMs: options.cancelPollMs ?? 1000,
     report,
   });
+  const guarded = guardStore(log, options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, report);
+  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   return {
-    log: guardStore(log, options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, report),
+    log: guarded,
+    feeds: new FeedHub(guarded, heartbeatMs, (error) => report(error, { phase: 'store' })),
     producer,
     accepting: true,
     now: options.now ?? Date.now,
-    heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    heartbeatMs,
     retryMs: options.retryMs ?? 1000,
     maxBodyBytes: options.maxBodyBytes ?? MAX_SUBMIT_BYTES,
     maxLiveTurns: options.maxLiveTurns ?? DEFAULT_MAX_LIVE_TURNS,

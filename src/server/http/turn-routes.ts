@@ -50,8 +50,8 @@ export async function followTurn(context: HandlerContext, request: Request, url:
   const turn = await visibleTurn(context, turnId, principal);
   checkNotAhead(after, turn);
   if (isEnded(turn) && after >= turn.lastSeq) return new Response(null, { status: 204 });
-  const { log, retryMs, heartbeatMs } = context;
-  const body = createFollowStream({ log, turnId, after, retryMs, heartbeatMs, signal: request.signal });
+  const { log, feeds, retryMs, heartbeatMs } = context;
+  const body = createFollowStream({ log, feeds, turnId, after, retryMs, signal: request.signal });
   return new Response(body, {
     status: 200,
     headers: {

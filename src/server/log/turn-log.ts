@@ -119,6 +119,13 @@ export interface TurnLog {
    */
   append(turnId: string, event: NewTurnEvent): Promise<TurnEvent>;
   /**
+   * Appends `events` in order as one step, like `append` for each (a `turn.end` may only
+   * be last). Optional: the producer coalesces the events an agent yields at once into
+   * one call here where the log has it (one round trip on Redis), else it appends them one
+   * by one.
+   */
+  appendMany?(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]>;
+  /**
    * Events with seq > `after`, oldest first: at most `limit` of them, and no more than
    * `maxBytes` of event data ({@link eventSize} summed; default
    * {@link DEFAULT_PAGE_BYTES}) except that a page always holds at least one event when

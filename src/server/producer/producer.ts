@@ -4,6 +4,7 @@ import type { Agent, AgentEvent } from './agent.js';
 import { conversationReader } from './conversation.js';
 import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
 import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
+import { AppendQueue } from './append-queue.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
@@ -127,16 +128,18 @@ export class TurnProducer {
         conversationId: turn.conversationId,
         createdAt: turn.createdAt,
       });
-      const produced = await this.#produce(turn, headers, controller);
+      const queue = new AppendQueue(log, turn.id);
+      const produced = await this.#produce(turn, headers, controller, queue);
       const { status, error } = endOf(controller.signal, produced.failure);
       const textSha256 = await sha256Hex(produced.texts.join(''));
-      await log.append(turn.id, {
+      await queue.push({
         type: 'turn.end',
         status,
         ...(error === undefined ? {} : { error }),
         textLength: produced.textLength,
         textSha256,
       });
+      await queue.flush();
     } catch (cause) {
       // The log itself failed: report it, then try once to end the turn so followers stop waiting.
       report(cause instanceof StoreFailure ? cause.cause : cause, { phase: 'store', turnId: turn.id });
@@ -166,7 +169,7 @@ export class TurnProducer {
    * what reached the log and, when the agent failed, the error for `turn.end`; a failing
    * log is thrown (as `StoreFailure`) for `#run` to handle.
    */
-  async #produce(turn: StoredTurn, headers: Headers, controller: AbortController): Promise<Produced> {
+  async #produce(turn: StoredTurn, headers: Headers, controller: AbortController, queue: AppendQueue): Promise<Produced> {
     const { agent, report } = this.#deps;
     const { signal } = controller;
     const logged: LoggedSoFar = { events: 1, texts: [], textLength: 0 };
@@ -184,7 +187,7 @@ export class TurnProducer {
         conversation: conversationReader(this.#deps.log, { turnId: turn.id, conversationId: turn.conversationId, principal: turn.principal }),
         signal,
       })[Symbol.asyncIterator]();
-      await this.#logAgentEvents(turn.id, iterator, signal, logged);
+      await this.#logAgentEvents(queue, iterator, signal, logged);
     } catch (cause) {
       if (cause instanceof StoreFailure) {
         // Stop the agent too: nothing it yields could be logged.
@@ -204,9 +207,13 @@ export class TurnProducer {
     return logged;
   }
 
-  /** Pulls `iterator` and logs each event it yields, within the turn's caps, until it is done or `signal` aborts. */
-  async #logAgentEvents(turnId: string, iterator: AsyncIterator<AgentEvent>, signal: AbortSignal, logged: LoggedSoFar): Promise<void> {
-    const { log, limits } = this.#deps;
+  /**
+   * Pulls `iterator` and queues each event it yields for the log, within the turn's caps,
+   * until it is done or `signal` aborts. What is queued is counted as logged: if the log
+   * fails, the turn's end is rebuilt from what the log holds (`#endAfterStoreFailure`).
+   */
+  async #logAgentEvents(queue: AppendQueue, iterator: AsyncIterator<AgentEvent>, signal: AbortSignal, logged: LoggedSoFar): Promise<void> {
+    const { limits } = this.#deps;
     const aborted = abortPromise(signal);
     for (;;) {
       // Race the agent against abort: an agent stuck in an await must not delay a cancel.
@@ -216,7 +223,7 @@ export class TurnProducer {
       checkTurnLimits(event, logged, limits);
       if (signal.aborted) return;
       try {
-        await log.append(turnId, event);
+        await queue.push(event);
       } catch (cause) {
         throw new StoreFailure(cause);
       }

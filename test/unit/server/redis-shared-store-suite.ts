@@ -19,6 +19,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
 import { submitAnswerSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
 import { createRedisTurnLog, type RedisTurnLogOptions } from '../../../src/server/log/redis/index.js';
+import { createLifelineHandler } from '../../../src/server/http/handler.js';
+import { serve } from '../../../src/server/node/index.js';
 import type { Agent } from '../../../src/server/producer/agent.js';
 import { controlledAgent, splitText, textAgent } from '../../fixtures/agents.js';
 import { newKey, replayAll, startTestServer, submitMessage, textOf, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
@@ -221,6 +223,83 @@ export function defineSharedStoreSuite(name: string, url: () => string): void {
       expect(follower.applied.at(-1)).toMatchObject({ type: 'turn.end', status: 'cancelled', textLength: 'partial'.length });
       expect(control.context.signal.aborted).toBe(true);
       await expectIntact(follower.applied, (await replayAll(a.baseUrl, answer.turnId)).events);
+    });
+  });
+
+  describe(`a rolling deploy on ${name} (docs/faults.md #50)`, () => {
+    /** An instance that can be stopped the way a deploy stops it: drain, then close. */
+    async function deployable(keyPrefix: string, agent: Agent) {
+      const errors: unknown[] = [];
+      const store = createRedisTurnLog({ url: url(), keyPrefix, onError: (error) => errors.push(error) });
+      const handler = createLifelineHandler({ store, agent, basePath: '/api', onError: (error) => errors.push(error) });
+      const served = await serve(handler);
+      let stopped = false;
+      const stop = async (): Promise<void> => {
+        if (stopped) return;
+        stopped = true;
+        await served.close({ drainMs: 20_000 });
+        await store.close();
+      };
+      cleanups.push(stop);
+      return { origin: served.url, errors, stop };
+    }
+
+    it('loses no turn: A restarted, then B, with live turns on both; every turn complete, every client text exact', async () => {
+      const keyPrefix = newPrefix();
+      const text = 'Rolled out under a live answer: ünïcødé, 漢字, 🚀. '.repeat(3);
+      const agent = textAgent(text, { chunk: 3, delayMs: 8 });
+      const a = await deployable(keyPrefix, agent);
+      const b = await deployable(keyPrefix, agent);
+      // The balancer: round robin over the instances up now; a stopped one refuses connections until replaced.
+      const targets = [a.origin, b.origin];
+      let next = 0;
+      const statuses: number[] = [];
+      const balancer: typeof fetch = async (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        const target = targets[next++ % targets.length] as string;
+        const response = await fetch(`${target}${url.pathname}${url.search}`, init);
+        statuses.push(response.status);
+        return response;
+      };
+      const diagnostics: Diagnostic[] = [];
+      const client = createLifeline({
+        baseUrl: 'http://balancer.invalid/api',
+        fetch: balancer,
+        storage: createMemoryStore(),
+        retry: { initialDelayMs: 20, maxDelayMs: 200, firstRetryJitterMs: 0 },
+        onDiagnostic: (diagnostic) => diagnostics.push(diagnostic),
+      });
+      cleanups.push(async () => client.dispose());
+
+      const turns: Promise<import('../../../src/types.js').Turn>[] = [];
+      /** Sends `count` messages and resolves once each of their turns streams. */
+      async function sendLive(count: number): Promise<void> {
+        const accepted = Array.from({ length: count }, (_, i) => client.conversation(`conv-roll-${turns.length + i}`).send('roll').accepted);
+        turns.push(...accepted);
+        for (const turn of await Promise.all(accepted)) await untilSnapshot(turn, (snapshot) => snapshot.text.length > 0);
+      }
+      async function restart(index: number, instance: { stop(): Promise<void> }): Promise<void> {
+        await instance.stop();
+        targets[index] = (await deployable(keyPrefix, agent)).origin;
+      }
+
+      // Each restart begins with turns streaming on both instances, and messages are sent
+      // while it drains: the draining instance answers them 503 and the outbox sends them again.
+      await sendLive(4);
+      await Promise.all([restart(0, a), sendLive(2)]);
+      await sendLive(2);
+      await Promise.all([restart(1, b), sendLive(2)]);
+      const finals = await Promise.all((await Promise.all(turns)).map((turn) => turn.completed));
+      expect(finals.map((final) => final.status)).toEqual(finals.map(() => 'complete'));
+      for (const final of finals) expect(final.text).toBe(text);
+      expect(diagnostics.filter((d) => d.type === 'duplicate' || d.type === 'gap' || d.type === 'integrity-mismatch')).toEqual([]);
+      // The deploy was felt: submissions refused while draining, followers moved when an instance closed.
+      expect(statuses).toContain(503);
+      expect(diagnostics.filter((d) => d.type === 'disconnect').length).toBeGreaterThan(0);
+      // Nothing was cut short on the server: no turn ended server_shutdown or producer_lost.
+      expect([...a.errors, ...b.errors].map(String).filter((error) => /producer_lost|server_shutdown/.test(error))).toEqual([]);
+      const cuts = diagnostics.filter((d) => d.type === 'disconnect').length;
+      console.log(`[${name}] rolling deploy: ${finals.length}/${finals.length} turns complete, text exact; ${statuses.filter((status) => status === 503).length} submissions answered 503 while draining; ${cuts} streams moved`);
     });
   });
 

@@ -53,6 +53,13 @@ class InMemoryTurnLog implements MemoryTurnLog {
     return this.turns.append(turnId, event);
   }
 
+  /** Through `append`, so a log wrapped by prototype with `append` overridden sees every event. */
+  async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
+    const logged: TurnEvent[] = [];
+    for (const event of events) logged.push(await this.append(turnId, event));
+    return logged;
+  }
+
   async read(turnId: string, after: number, limit: number, maxBytes?: number): Promise<EventPage> {
     return this.turns.read(turnId, after, limit, maxBytes);
   }

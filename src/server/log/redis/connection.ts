@@ -126,7 +126,16 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
       closed = true;
       if (!owns) return;
       const redis = await pending.catch(() => undefined);
-      if (redis) await redis.quit().catch(() => redis.disconnect());
+      if (!redis) return;
+      // QUIT waits in the offline queue while Redis is away: give it a moment, then drop the socket.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const quit = redis.quit().then(
+        () => true,
+        () => false,
+      );
+      const quitted = await Promise.race([quit, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 1000)))]);
+      clearTimeout(timer);
+      if (!quitted) redis.disconnect();
     },
   };
 }

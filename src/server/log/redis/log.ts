@@ -126,13 +126,19 @@ export class RedisTurnLog implements TurnLog {
   }
 
   async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
-    const body = JSON.stringify(event);
-    const endStatus = event.type === 'turn.end' ? event.status : '';
-    const result = await appendBodies(this.#ctx, this.#leases, turnId, [{ body, endStatus }]);
+    return (await this.appendMany(turnId, [event]))[0] as TurnEvent;
+  }
+
+  /** One script run for the lot: the coalesced appends of a producer cost one round trip. */
+  async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
+    if (events.length === 0) return [];
+    const bodies = events.map((event) => ({ body: JSON.stringify(event), endStatus: event.type === 'turn.end' ? event.status : '' }));
+    const result = await appendBodies(this.#ctx, this.#leases, turnId, bodies);
     if (result === 'unknown') throw new Error(`Turn ${turnId} is unknown or expired.`);
     if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
+    const first = result - bodies.length + 1;
     // Parsed back from what was stored, so the caller gets exactly what readers will get.
-    return { turnId, seq: result, ...(JSON.parse(body) as object) } as TurnEvent;
+    return bodies.map(({ body }, i) => ({ turnId, seq: first + i, ...(JSON.parse(body) as object) }) as TurnEvent);
   }
 
   async read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
@@ -239,9 +245,18 @@ export class RedisTurnLog implements TurnLog {
    */
   async close(): Promise<void> {
     if (this.#closed) return;
-    await this.#leases.releaseAll();
+    // Bounded: with Redis away the releases would wait in the client's queue for a minute;
+    // the leases then lapse on their own.
+    await settleWithin(this.#leases.releaseAll(), this.#ctx.leaseMs);
     this.#closed = true;
     await this.#waiter?.close();
     await this.#ctx.connection.close();
   }
+}
+
+/** Waits for `work` at most `ms`; its failure or lateness is not the caller's concern. */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -130,7 +130,8 @@ class BlockingReader implements StreamWaiter {
     this.#settleAll(false);
     // Dropping the socket ends the blocked XREAD; the loop sees `closed` and stops.
     this.#connection?.disconnect();
-    await this.#client.del(this.#wakeKey).catch(this.#onError);
+    // Not awaited: with Redis away it would wait in the client's queue; the key expires anyway.
+    this.#client.del(this.#wakeKey).catch(this.#onError);
   }
 
   #remove(key: string, waiter: Waiter, seenSeq: number): void {
