@@ -16,6 +16,12 @@ interface Entry {
   waiters: Set<() => void>;
 }
 
+/** A delta as kept: its bare text when that is all it has; else a copy without a structured clone (an AI SDK delta names its part). */
+function compactDelta({ text, partId, providerMetadata }: Extract<NewTurnEvent, { type: 'delta' }>): CompactEvent {
+  if (partId === undefined && providerMetadata === undefined) return text;
+  return { type: 'delta', text, ...(partId !== undefined && { partId }), ...(providerMetadata !== undefined && { providerMetadata: structuredClone(providerMetadata) }) };
+}
+
 function expand(turnId: string, index: number, event: CompactEvent): TurnEvent {
   const seq = index + 1;
   if (typeof event === 'string') return { turnId, seq, type: 'delta', text: event };
@@ -76,8 +82,7 @@ export class MemoryTurnStore {
     if (!entry) throw new Error(`Turn ${turnId} is unknown or expired.`);
     if (entry.endedAtMs !== undefined) throw new Error(`Turn ${turnId} has ended; its log is closed.`);
     // Own copy: the caller may reuse or mutate the object it passed in.
-    const plain = event.type === 'delta' && event.partId === undefined && event.providerMetadata === undefined;
-    const compact: CompactEvent = plain ? event.text : structuredClone(event);
+    const compact: CompactEvent = event.type === 'delta' ? compactDelta(event) : structuredClone(event);
     entry.events.push(compact);
     const { turn } = entry;
     turn.lastSeq = entry.events.length;
