@@ -8,6 +8,7 @@ import type { ChatTransport, UIMessage } from 'ai';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
 import { conversationMessages, resumable } from './messages.js';
+import { isLive, listedOrder, serverOrdered, unanswered, unlessAborted } from './newest-turn.js';
 import { sendStream } from './send-stream.js';
 import { turnStream } from './turn-stream.js';
 
@@ -34,24 +35,6 @@ export interface LifelineChatTransport extends ChatTransport<UIMessage> {
   loadMessages(chatId: string): Promise<UIMessage[]>;
 }
 
-const isLive = (turn: TurnSnapshot): boolean => !['complete', 'failed', 'cancelled'].includes(turn.status);
-
-/**
- * The chat's turn ids in the server's order, oldest first; none when the list fails or takes
- * longer than `timeoutMs` (the list still lands in the client when it comes).
- */
-async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: number, report: (error: unknown) => void): Promise<string[]> {
-  let order: string[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const listed = client.recover(chatId).then(
-    (turns) => (order = turns.map((turn) => turn.id).reverse()),
-    report,
-  );
-  await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-  clearTimeout(timer);
-  return order;
-}
-
 /**
  * Creates the transport. `chatId` is the conversation id.
  *
@@ -62,42 +45,29 @@ async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: nu
 export function createChatTransport(client: LifelineClient, options: ChatTransportOptions = {}): LifelineChatTransport {
   const marks = createDeliveredMarks(options.storageKey ?? 'lifeline-ai-sdk:');
   const report = (error: unknown): void => options.onError?.(error);
-  /** Reconnects under way per chat: concurrent calls answer the same turn. */
-  const lookups = new Map<string, Promise<string | undefined>>();
-
+  const listTimeoutMs = options.listTimeoutMs ?? 3000;
   const turnsOf = (chatId: string): TurnSnapshot[] => client.turns.getSnapshot().filter((turn) => turn.conversationId === chatId);
 
-  /**
-   * The turn of the chat's last message when that message is still on its way (sent by an
-   * earlier page, or by another tab, and not accepted yet): resolves once the server
-   * accepted it, with `undefined` if it fails or is withdrawn. `undefined` at once when the
-   * last message is answered or refused already.
-   */
-  function unanswered(chatId: string): Promise<string | undefined> | undefined {
-    const conversation = client.conversation(chatId);
-    const last = conversation.getSnapshot().items.at(-1);
-    if (last?.role !== 'user' || last.submission === undefined || last.submission.state === 'failed') return undefined;
-    return new Promise((resolve) => {
-      const check = (): void => {
-        const items = conversation.getSnapshot().items;
-        const at = items.findIndex((item) => item.key === last.key);
-        const answer = items[at + 1]?.turn;
-        if (at !== -1 && !answer && items[at]?.submission?.state !== 'failed') return;
-        stop();
-        resolve(at === -1 ? undefined : answer?.id);
-      };
-      const stop = conversation.subscribe(check);
-      check();
-    });
+  /** The chat's newest turn by the server's order (W1: never by a local time or a random id). */
+  async function newest(chatId: string, signal: AbortSignal | undefined): Promise<TurnSnapshot | undefined> {
+    const order = await listedOrder(client, chatId, listTimeoutMs, report, signal);
+    return signal?.aborted ? undefined : serverOrdered(turnsOf(chatId), order).at(-1);
   }
 
-  /** The chat's newest turn not yet delivered to a finished stream here (waiting for one still being sent). */
-  async function undelivered(chatId: string): Promise<string | undefined> {
-    await client.conversation(chatId).ready;
-    const sending = unanswered(chatId);
+  /**
+   * The turn a reload resumes: the chat's newest, when it is live or ended unseen here (a
+   * failed one always, so its error shows again), or the one its last message, still on its
+   * way, starts. Never a cancelled or stopped turn: a Stop on any device is final.
+   */
+  async function resumeTarget(chatId: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+    await unlessAborted(client.conversation(chatId).ready, signal);
+    if (signal?.aborted) return undefined;
+    const sending = unanswered(client, chatId, signal);
     if (sending) return sending;
-    const newest = turnsOf(chatId).at(-1);
-    return newest && marks.get(chatId) !== newest.id ? newest.id : undefined;
+    const turn = await newest(chatId, signal);
+    if (!turn || turn.status === 'cancelled') return undefined;
+    // Marked: delivered to a finished stream, or stopped here (its end may not have come yet).
+    return turn.status === 'failed' || marks.get(chatId) !== turn.id ? turn.id : undefined;
   }
 
   return {
@@ -110,26 +80,26 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
     },
 
     async reconnectToStream({ chatId, abortSignal }) {
-      let lookup = lookups.get(chatId);
-      if (!lookup) {
-        lookups.set(chatId, (lookup = undelivered(chatId).finally(() => lookups.delete(chatId))));
-      }
-      const turnId = await lookup;
+      // H5: the lookup honours the abort; useChat aborts a resume that another one replaces (StrictMode).
+      const turnId = await resumeTarget(chatId, abortSignal);
       if (!turnId || abortSignal?.aborted) return null;
-      // Its abort only detaches: useChat aborts a resume that another one replaces (StrictMode).
+      // Its abort only detaches: the turn goes on.
       return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: () => marks.set(chatId, turnId) });
     },
 
     async cancel(chatId) {
       await client.conversation(chatId).ready;
-      const live = turnsOf(chatId).filter(isLive).at(-1);
-      if (live) await client.turn(live.id).cancel();
+      const turn = await newest(chatId, undefined);
+      if (!turn || !isLive(turn)) return;
+      // Stopped here: never resumed on this device, even before its end arrives.
+      marks.set(chatId, turn.id);
+      await client.turn(turn.id).cancel();
     },
 
     async loadMessages(chatId) {
       const conversation = client.conversation(chatId);
       await conversation.ready;
-      const order = await listedOrder(client, chatId, options.listTimeoutMs ?? 3000, report);
+      const order = await listedOrder(client, chatId, listTimeoutMs, report);
       const messages = conversationMessages(conversation.getSnapshot().items, order);
       // The newest turn, when not delivered yet, is what the next reconnectToStream replays.
       return marks.get(chatId) === messages.at(-1)?.id ? messages : resumable(messages);
