@@ -22,6 +22,8 @@ export interface AttemptContext extends HttpContext {
   maxAgeMs: number;
   random: () => number;
   emit: Emit;
+  /** The headers an entry's own send asked for; in this page's memory only (never stored: they may hold credentials). */
+  headersOf: (operationId: string) => Record<string, string> | undefined;
 }
 
 /** Gives an entry up, visibly. */
@@ -41,7 +43,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     await ledger.save(current);
     if (abort.signal.aborted) return;
     emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
-    const result = await submit(context, current, abort.signal, context.timeoutMs);
+    const result = await submit(context, current, abort.signal, context.timeoutMs, context.headersOf(operationId));
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
     const time = context.now();
