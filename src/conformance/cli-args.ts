@@ -9,7 +9,7 @@ Checks a server against the Lifeline wire protocol 1.1 over HTTP.
 Example: lifeline-conformance http://127.0.0.1:8787/api
 
 Options:
-  --only s2,s3           run only these sections (s0–s5) or check ids (s2.seq-contiguous)
+  --only s2,s3           run only these sections (s0–s5, s9) or check ids (s2.seq-contiguous)
   --header 'Name: value' send this header on every request (repeatable)
   --json                 print the report as JSON instead of one line per check
   --timeout <ms>         longest wait for one answer (default 10000)

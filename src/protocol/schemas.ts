@@ -77,13 +77,14 @@ export function contextBytes(context: JsonObject): number {
 
 /**
  * The id of the assistant message a continuation continues (docs/protocol.md §9, since 1.2):
- * content that is an AI SDK `UIMessage` with `role: "assistant"`, an id and its parts.
- * `undefined` for any other content (a new message).
+ * content that is an AI SDK `UIMessage` with `role: "assistant"`, an id and its parts (each
+ * an object with a string `type`). `undefined` for any other content (a new message).
  */
 export function continuedMessageId(content: MessageContent): string | undefined {
   if (typeof content !== 'object' || content['role'] !== 'assistant') return undefined;
   const { id, parts } = content;
-  return typeof id === 'string' && ID_PATTERN.test(id) && Array.isArray(parts) ? id : undefined;
+  const isPart = (part: JsonValue): boolean => typeof part === 'object' && part !== null && !Array.isArray(part) && typeof part['type'] === 'string';
+  return typeof id === 'string' && ID_PATTERN.test(id) && Array.isArray(parts) && parts.every(isPart) ? id : undefined;
 }
 
 /** What ties a turn to its message and conversation. */

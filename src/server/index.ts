@@ -3,7 +3,7 @@
 // is its own entry, `lifeline/server/node` (./node/index.ts).
 export type { TurnLog, StoredTurn, ExpiredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, EventPage } from './log/turn-log.js';
 export { DEFAULT_PAGE_BYTES, eventSize, isExpiredTurn } from './log/turn-log.js';
-export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent, AgentPartEvent } from './producer/agent.js';
+export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent, AgentPartEvent, ConversationReader } from './producer/agent.js';
 export { createLifelineHandler, DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_LIVE_TURNS } from './http/handler.js';
 export type { LifelineHandler, LifelineHandlerOptions } from './http/handler.js';
 export { conformanceAgent } from './producer/conformance-agent.js';

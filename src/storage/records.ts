@@ -44,7 +44,7 @@ export const turnRecordSchema = z.object({
   endedAt: optional(time),
   text: optional(text),
   actions: optional(z.array(z.object({ ...actionFields, seq: seqSchema }))),
-  parts: optional(z.array(z.object({ at: count, part: optional(partSchema) }))),
+  parts: optional(z.array(z.object({ at: count, part: optional(partSchema), into: optional(count), providerMetadata: optional(jsonObjectSchema) }))),
   error: errorSchema,
 }) satisfies z.ZodMiniType<TurnRecord>;
 

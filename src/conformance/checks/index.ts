@@ -1,6 +1,7 @@
 /** Every check, in the order they run: the preamble's check last, as it judges every error seen. */
 import type { Check } from '../check.js';
 import { cancelChecks } from './cancel.js';
+import { contextChecks, continuationChecks } from './continuation.js';
 import { generalChecks } from './general.js';
 import { heartbeatChecks } from './heartbeat.js';
 import { listChecks } from './list.js';
@@ -11,11 +12,13 @@ import { submitChecks } from './submit.js';
 
 export const ALL_CHECKS: readonly Check[] = [
   ...submitChecks,
+  ...contextChecks,
   ...streamChecks,
   ...resumeChecks,
   ...heartbeatChecks,
   ...replayChecks,
   ...listChecks,
   ...cancelChecks,
+  ...continuationChecks,
   ...generalChecks,
 ];

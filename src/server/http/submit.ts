@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import { IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
+import { continuedMessageId, IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
 import { submissionFingerprint } from './canonical-json.js';
 import type { HandlerContext } from './handler-context.js';
 import { HttpError, jsonResponse } from './responses.js';
@@ -25,7 +25,8 @@ function replayedAnswer(existing: IdempotencyRecord, fingerprint: string, conver
 
 /**
  * `POST /conversations/{id}/messages` (section 1): validates the body, claims the
- * idempotency key atomically, creates the turn and starts its producer. A key whose
+ * idempotency key atomically (the fingerprint covers `content` and `context`), creates the
+ * turn (a continuation when the content is an assistant message, §9) and starts its producer. A key whose
  * turn could not be created is freed so the client's retry can try again.
  */
 export async function submitMessage(context: HandlerContext, request: Request, conversationId: string, principal: string): Promise<Response> {
@@ -46,7 +47,8 @@ export async function submitMessage(context: HandlerContext, request: Request, c
     if (producer.liveCount >= context.maxLiveTurns) {
       throw new HttpError(503, 'overloaded', 'Too many turns in progress; try again shortly.', { 'retry-after': '1' });
     }
-    turn = await log.createTurn({ id: nanoid(), conversationId, messageId: nanoid(), principal, content: body.content, createdAt });
+    const { content, context: requestContext } = body;
+    turn = await log.createTurn({ id: nanoid(), conversationId, messageId: nanoid(), principal, content, context: requestContext, continues: continuedMessageId(content), createdAt });
     await log.completeIdempotency(principal, key, {
       fingerprint,
       state: 'done',
@@ -59,7 +61,8 @@ export async function submitMessage(context: HandlerContext, request: Request, c
     await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
     throw cause;
   }
-  producer.start(turn, body.content);
+  // Per-request headers reach the agent for this turn only; they are never stored (§1).
+  producer.start(turn, request.headers);
   const answer: SubmitAnswer = { turnId: turn.id, messageId: turn.messageId, conversationId, status: 'pending' };
   return jsonResponse(202, answer);
 }

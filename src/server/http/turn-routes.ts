@@ -22,6 +22,7 @@ function turnObject(turn: StoredTurn): TurnObject {
     createdAt: turn.createdAt,
     updatedAt: turn.updatedAt,
     content: turn.content,
+    ...(turn.continues !== undefined && { continues: turn.continues }),
   };
 }
 

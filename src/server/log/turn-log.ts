@@ -1,4 +1,4 @@
-import type { MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { JsonObject, MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
 
 /**
  * A turn's record as a store keeps it. `principal` scopes visibility (see
@@ -8,6 +8,8 @@ export interface StoredTurn extends TurnObject {
   principal: string;
   /** The content of the message that started the turn, exactly as accepted (sent on the wire since 1.1). */
   content: MessageContent;
+  /** The submission's per-request `context` (docs/protocol.md §1), kept with the turn; never on the wire. */
+  context?: JsonObject;
   /** Set once the turn's log holds `turn.end`; retention counts from here. */
   endedAt?: string;
 }
@@ -19,6 +21,10 @@ export interface NewTurn {
   messageId: string;
   principal: string;
   content: MessageContent;
+  /** The submission's `context`, when it had one. */
+  context?: JsonObject | undefined;
+  /** A continuation (docs/protocol.md §9): the id of the assistant message it continues. */
+  continues?: string | undefined;
   createdAt: string;
 }
 
@@ -33,6 +39,8 @@ export function pendingTurn(init: NewTurn): StoredTurn {
     createdAt: init.createdAt,
     updatedAt: init.createdAt,
     content: init.content,
+    ...(init.continues !== undefined && { continues: init.continues }),
+    ...(init.context !== undefined && { context: init.context }),
     principal: init.principal,
   };
 }

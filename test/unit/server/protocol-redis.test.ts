@@ -11,6 +11,7 @@ import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
+import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 
 let redis: RedisServer;
@@ -37,6 +38,7 @@ const makeLog: MakeProtocolLog = async ({ now }) => {
 };
 defineProtocolSuite('redis turn log', makeLog, { retention: false });
 defineBoundsSuite('redis turn log', makeLog, { retention: false });
+defineContinuationSuite('redis turn log', makeLog);
 
 describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
   const cleanups: (() => Promise<void>)[] = [];

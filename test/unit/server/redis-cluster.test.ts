@@ -16,6 +16,7 @@ import { controlledAgent, splitText, textAgent } from '../../fixtures/agents.js'
 import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-cluster.js';
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
+import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite } from './protocol-suite.js';
 import { defineSharedStoreSuite } from './redis-shared-store-suite.js';
 import { createFollower, expectIntact, oneToN, seqs } from './seq-follower.js';
@@ -72,6 +73,7 @@ const clusterLog = async ({ now }: { now: () => number }) => {
 };
 defineProtocolSuite('redis cluster turn log', clusterLog, { retention: false });
 defineBoundsSuite('redis cluster turn log', clusterLog, { retention: false });
+defineContinuationSuite('redis cluster turn log', clusterLog);
 
 describe('the turn log on Redis Cluster', () => {
   it('keeps a turn in one slot, its index and idempotency record in others, and spreads turns over the masters', async () => {

@@ -105,6 +105,8 @@ export class RedisTurnLog implements TurnLog {
         leaseMs,
         liveTtlMs,
         liveTtlMs + retentionMs,
+        init.context === undefined ? '' : JSON.stringify(init.context),
+        init.continues ?? '',
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);

@@ -17,12 +17,15 @@ export class Script {
 
 /**
  * KEYS: turn, lease, tombstone. ARGV: id, conversationId, messageId, principal,
- * createdAt, content (JSON), owner, leaseMs, turn ttl, tombstone ttl. 1 = created, 0 = the id is taken.
+ * createdAt, content (JSON), owner, leaseMs, turn ttl, tombstone ttl, context (JSON, ''
+ * for none), continues ('' for none). 1 = created, 0 = the id is taken.
  */
 export const CREATE = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'conversationId', ARGV[2], 'messageId', ARGV[3], 'principal', ARGV[4],
   'status', 'pending', 'lastSeq', '0', 'createdAt', ARGV[5], 'updatedAt', ARGV[5], 'content', ARGV[6])
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'context', ARGV[11]) end
+if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'continues', ARGV[12]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
 redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[8])
 -- The tombstone names the principal, so an expired turn answers 410 only to its owner.
