@@ -9,6 +9,9 @@ import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
 import { conversationMessages, resumable } from './messages.js';
 import { isLive, listedOrder, serverOrdered, unanswered, unlessAborted } from './newest-turn.js';
+import { continuationKey } from './continuation.js';
+import { continuedBy, continuedPrefix } from './continued-replay.js';
+import { plainHeaders, requestContext } from './request-data.js';
 import { sendStream } from './send-stream.js';
 import { turnStream } from './turn-stream.js';
 
@@ -73,18 +76,29 @@ export function createChatTransport(client: LifelineClient, options: ChatTranspo
   return {
     resumeStreamIsReplay: true,
 
-    sendMessages({ chatId, messages, abortSignal }) {
-      const message = messages.findLast((candidate) => candidate.role === 'user');
-      if (!message) return Promise.reject(new TypeError('sendMessages needs a user message.'));
-      return Promise.resolve(sendStream(client, chatId, message, { abortSignal, marks, report }));
+    sendMessages({ chatId, messages, abortSignal, body, metadata, headers }) {
+      const last = messages.at(-1);
+      // An assistant message last holds the answers to its tool calls: a continuation (§9).
+      const continued = last?.role === 'assistant' ? last : undefined;
+      // Else the newest user message (a regenerate sends it again, under a new key).
+      const message = continued ?? messages.findLast((candidate) => candidate.role === 'user');
+      if (!message) return Promise.reject(new TypeError('sendMessages needs a user message, or an assistant message last.'));
+      const context = requestContext(body, metadata);
+      const send = { ...(continued && { operationId: continuationKey(continued) }), ...(context && { context }), ...(headers && { headers: plainHeaders(headers) }) };
+      return Promise.resolve(sendStream(client, chatId, message, { abortSignal, marks, report, send, messageId: continued?.id }));
     },
 
     async reconnectToStream({ chatId, abortSignal }) {
       // H5: the lookup honours the abort; useChat aborts a resume that another one replaces (StrictMode).
       const turnId = await resumeTarget(chatId, abortSignal);
       if (!turnId || abortSignal?.aborted) return null;
+      const turn = client.turn(turnId);
+      // A continuation replays the whole message it continues, earlier turns first (§9).
+      const messageId = continuedBy(client.conversation(chatId).getSnapshot().items, turnId);
+      const prefix = messageId === undefined ? undefined : await continuedPrefix(client, chatId, turnId, abortSignal);
+      if (abortSignal?.aborted) return null;
       // Its abort only detaches: the turn goes on.
-      return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: () => marks.set(chatId, turnId) });
+      return turnStream(turn, { signal: abortSignal, messageId, prefix, onFinished: () => marks.set(chatId, turnId) });
     },
 
     async cancel(chatId) {
