@@ -8,7 +8,7 @@
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { asLifelineError } from '../errors.js';
 import type { MessageContent } from '../protocol/schemas.js';
-import type { LifelineClient, SendOptions, Turn } from '../types.js';
+import type { LifelineClient, SendOptions, Submission, Turn } from '../types.js';
 import type { DeliveredMarks } from './delivered.js';
 import { turnStream } from './turn-stream.js';
 
@@ -25,8 +25,16 @@ export interface SendStreamOptions {
 
 /** Sends `message` in `chatId` now and answers the stream of the turn it starts. */
 export function sendStream(client: LifelineClient, chatId: string, message: UIMessage, { abortSignal, marks, report, send, messageId }: SendStreamOptions): ReadableStream<UIMessageChunk> {
-  // Only the new message is sent (the server keeps the conversation), as plain JSON.
-  const submission = client.conversation(chatId).send(JSON.parse(JSON.stringify(message)) as MessageContent, send);
+  let submission: Submission;
+  try {
+    // Only the new message is sent (the server keeps the conversation), as plain JSON.
+    submission = client.conversation(chatId).send(JSON.parse(JSON.stringify(message)) as MessageContent, send);
+  } catch (cause) {
+    // Refused before any request (too large, or this key holds another answer already).
+    report(cause);
+    const errorText = asLifelineError(cause).message;
+    return new ReadableStream({ start: (controller) => (controller.enqueue({ type: 'error', errorText }), controller.close()) });
+  }
   let inner: ReadableStream<UIMessageChunk> | undefined;
   let reader: ReadableStreamDefaultReader<UIMessageChunk> | undefined;
   return new ReadableStream<UIMessageChunk>({

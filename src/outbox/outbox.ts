@@ -15,10 +15,11 @@
  */
 import { nanoid } from 'nanoid';
 import { createEmitter } from '../core/subscribable.js';
-import { asStorageError, LifelineError, type StorageError } from '../errors.js';
+import { asStorageError, LifelineError, TransportError, type StorageError } from '../errors.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../protocol/schemas.js';
 import type { Diagnostic } from '../types.js';
-import { isPending, newEntry, rearmed } from './entry-state.js';
+import { isPending, newEntry, rearmed, type CheckedBody } from './entry-state.js';
 import { createJournal, pageStorage } from './journal.js';
 import { createLedger } from './ledger.js';
 import { createSender, type SenderDeps } from './sender.js';
@@ -27,6 +28,9 @@ import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.
 
 export type { Enqueued, EnqueueOptions, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
 export type { NetworkMonitor } from '../transport/network.js';
+
+/** A submission's body as the server fingerprints it (key order aside). */
+const bodyText = ({ content, context }: CheckedBody): string => canonicalJson(context ? { content, context } : { content });
 
 /** The channel other tabs' notices arrive on: `new BroadcastChannel(name)` by default, where there is one. */
 function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChannel | undefined {
@@ -91,8 +95,13 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       if (!IDEMPOTENCY_KEY_PATTERN.test(operationId)) throw new LifelineError('invalid_argument', 'An operation id is 16 to 128 characters of [A-Za-z0-9_-].');
       for (const id of requestHeaders.keys()) if (!ledger.find(id)) requestHeaders.delete(id);
       if (options.headers) requestHeaders.set(operationId, { ...options.headers });
-      // The same key again (a double click, another tab): one entry; the server decides a different body (422).
-      if (ledger.find(operationId)) return { operationId, written: Promise.resolve() };
+      // The same key again (a double click, another tab): one entry. With another body it is
+      // what the server would answer (docs/protocol.md section 1: 422), without a request.
+      const found = ledger.find(operationId);
+      if (found && bodyText(found) !== bodyText(body)) {
+        throw new TransportError('submission_rejected', 'This Idempotency-Key was used with another body.', { status: 422, serverCode: 'idempotency_key_reused' });
+      }
+      if (found) return { operationId, written: Promise.resolve() };
       const entry = newEntry(operationId, conversationId, body, now(), ledger.list());
       // Synchronous: durable before `send()` returns, whatever happens to the page next.
       journal.write(entry);

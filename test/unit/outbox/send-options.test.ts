@@ -46,6 +46,9 @@ describe('send options', () => {
     expect(outbox.entries.getSnapshot()).toHaveLength(1);
     await until(() => acceptedEntries.length === 1, 'accepted');
     expect(fetch.calls.map((call) => call.key)).toEqual([KEY]);
+    // The same key with another body is refused as the server would (422), without a request.
+    expect(() => outbox.enqueue('conv', { role: 'assistant', other: true }, { operationId: KEY })).toThrow(expect.objectContaining({ status: 422, serverCode: 'idempotency_key_reused' }));
+    expect(fetch.calls).toHaveLength(1);
     expect(() => outbox.enqueue('conv', 'x', { operationId: 'short' })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
     expect(() => outbox.enqueue('conv', 'x', { context: { big: 'x'.repeat(17 * 1024) } })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
     expect(() => outbox.enqueue('conv', 'x', { context: [] as never })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
