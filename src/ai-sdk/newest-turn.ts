@@ -3,6 +3,7 @@
  * turns newest first), for `reconnectToStream` and `cancel(chatId)`. Every wait here honours
  * the caller's abort signal: an aborted lookup settles at once and keeps no subscription.
  */
+import { realTimers, type TimerHandle } from '../ports/timers.js';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 
 const ENDED = ['complete', 'failed', 'cancelled'];
@@ -26,13 +27,13 @@ export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | unde
  */
 export async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: number, report: (error: unknown) => void, signal?: AbortSignal): Promise<string[]> {
   let order: string[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   const listed = client.recover(chatId).then(
     (turns) => (order = turns.map((turn) => turn.id).reverse()),
     report,
   );
-  await unlessAborted(Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]), signal);
-  clearTimeout(timer);
+  await unlessAborted(Promise.race([listed, new Promise((resolve) => (timer = realTimers.set(() => resolve(undefined), timeoutMs)))]), signal);
+  realTimers.clear(timer);
   return order;
 }
 

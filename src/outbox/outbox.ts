@@ -13,39 +13,42 @@
  * re-arms it as if just created (createdAt = now, attempts = 0): `maxAgeMs` counts from
  * there. Its operation id and position are kept.
  */
-import { nanoid } from 'nanoid';
 import { createEmitter } from '../core/subscribable.js';
 import { asStorageError, LifelineError, TransportError, type StorageError } from '../errors.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../protocol/schemas.js';
 import type { Diagnostic } from '../types.js';
 import { isPending, newEntry, rearmed, type CheckedBody } from './entry-state.js';
-import { createJournal, pageStorage } from './journal.js';
+import { realStorage } from '../ports/storage.js';
+import { realTabs } from '../ports/tabs.js';
+import { createJournal } from './journal.js';
 import { createLedger } from './ledger.js';
+import { createSchedule } from './schedule.js';
 import { createSender, type SenderDeps } from './sender.js';
 import { checkedBody } from './submit.js';
 import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
 
 export type { Enqueued, EnqueueOptions, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
-export type { NetworkMonitor } from '../transport/network.js';
+export type { NetworkMonitor } from '../ports/network.js';
 
 /** A submission's body as the server fingerprints it (key order aside). */
 const bodyText = ({ content, context }: CheckedBody): string => canonicalJson(context ? { content, context } : { content });
 
 /** The channel other tabs' notices arrive on: `new BroadcastChannel(name)` by default, where there is one. */
 function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChannel | undefined {
-  if (factory !== undefined) return factory?.(name);
-  return typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : undefined;
+  return factory === undefined ? realTabs.channel(name) : (factory?.(name) ?? undefined);
 }
 
 /** How the sending tab leads, posts and retries: the client's plumbing and the outbox's settings with their defaults. */
 function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online' | 'headersOf'> {
-  const { storage, leaseTtlMs = 1e4, now } = deps;
+  const { storage, leaseTtlMs = 1e4, clock, newId, retry } = deps;
+  const maxAgeMs = deps.maxAgeMs ?? 864e5;
   return {
     ...deps,
     timeoutMs: deps.timeoutMs ?? 15e3,
-    maxAgeMs: deps.maxAgeMs ?? 864e5,
-    leadership: { signal, locks: deps.locks, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, now } },
+    maxAgeMs,
+    schedule: createSchedule({ clock, maxAgeMs, maxDelayMs: Math.max(retry.maxDelayMs, retry.maxRetryAfterMs) }),
+    leadership: { signal, locks: deps.locks, timers: deps.timers, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, clock, newId } },
   };
 }
 
@@ -54,7 +57,8 @@ function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, sig
  * or the first {@link OutboxController.enqueue}.
  */
 export function createOutbox(deps: OutboxDeps): OutboxController {
-  const { storage, now, network } = deps;
+  const { storage, clock, network } = deps;
+  const now = (): number => clock.wallNow();
   const name = `lifeline-outbox:${deps.namespace}`;
   /** Pending entries older than this outbox were left by earlier pages. */
   const born = now();
@@ -64,7 +68,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const busy = new Map<string, AbortController>();
   /** Per-request headers by operation id, for this page's attempts only (see EnqueueOptions.headers). */
   const requestHeaders = new Map<string, Record<string, string>>();
-  const journal = createJournal(deps.journal === undefined ? pageStorage() : (deps.journal ?? undefined), name);
+  const journal = createJournal(deps.journal === undefined ? realStorage.pageStorage() : (deps.journal ?? undefined), name);
   const channel = openChannel(deps.channel, name);
   const emit: Emit = (diagnostic) => deps.emit({ ...diagnostic, at: now() } as Diagnostic);
   const trouble = (error: unknown): StorageError => {
@@ -79,6 +83,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     trouble,
     onAccepted: deps.onAccepted,
     acceptedRetentionMs: deps.acceptedRetentionMs ?? 1e4,
+    timers: deps.timers,
     notify: (notice) => channel?.postMessage(notice),
     changed: () => (listeners.emit(), sender.poke()),
   });
@@ -91,7 +96,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     entries: { getSnapshot: ledger.list, subscribe: listeners.subscribe },
     enqueue(conversationId, content, options = {}) {
       const body = checkedBody(conversationId, content, options.context);
-      const operationId = options.operationId ?? nanoid();
+      const operationId = options.operationId ?? deps.newId();
       if (!IDEMPOTENCY_KEY_PATTERN.test(operationId)) throw new LifelineError('invalid_argument', 'An operation id is 16 to 128 characters of [A-Za-z0-9_-].');
       for (const id of requestHeaders.keys()) if (!ledger.find(id)) requestHeaders.delete(id);
       if (options.headers) requestHeaders.set(operationId, { ...options.headers });

@@ -8,6 +8,8 @@ import { failure, thrownFailure, type Failure } from '../core/failure-policy.js'
 import { LifelineError, ProtocolError } from '../errors.js';
 import { assertId, contextBytes, MAX_CONTEXT_BYTES, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer, type SubmitContext } from '../protocol/schemas.js';
 import type { CheckedBody } from './entry-state.js';
+import type { Timers } from '../ports/timers.js';
+import { deadline } from '../runtime/deadline.js';
 import type { OutboxRecord } from '../storage/store.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
 
@@ -26,10 +28,12 @@ export async function submit(
   { operationId, conversationId, content, context }: OutboxRecord,
   signal: AbortSignal,
   timeoutMs: number,
+  timers: Timers,
   extra: Record<string, string> = {},
 ): Promise<SubmitResult> {
+  const limit = deadline(timers, timeoutMs, signal);
+  const bounded = limit.signal;
   try {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     // The timeout covers the app's headers function too: a token refresh that never
     // answers must not hold the conversation's queue for ever.
     const headers = new Headers(await Promise.race([http.headers(), aborted(bounded)]));
@@ -44,7 +48,7 @@ export async function submit(
       body: JSON.stringify(context ? { content, context } : { content }),
       signal: bounded,
     });
-    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.now(), 'submit') };
+    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.clock.wallNow(), 'submit') };
     const parsed = submitAnswerSchema.safeParse(await response.json().catch(() => undefined));
     if (parsed.success && parsed.data.conversationId === conversationId) {
       return { ok: true, answer: parsed.data, replayed: response.headers.get('idempotent-replayed') === 'true' };
@@ -56,6 +60,8 @@ export async function submit(
   } catch (cause) {
     // Refused, offline, timed out, a failing headers function: all may heal.
     return { ok: false, failure: thrownFailure(cause) };
+  } finally {
+    limit.clear();
   }
 }
 

@@ -231,4 +231,8 @@ export type ServerErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'bad_request'
-  | 'internal_error';
+  | 'internal_error'
+  // The reference server's answers on a bad day (docs/faults.md #50–#52).
+  | 'unavailable'
+  | 'shutting_down'
+  | 'cross_site_request';

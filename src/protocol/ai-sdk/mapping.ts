@@ -78,10 +78,10 @@ const ENDINGS = ['finish', 'error', 'abort'];
 
 /**
  * Creates a replayer of turn `turnId` that hands every chunk to `emit`, in order. The
- * `start` chunk carries `messageId`: the turn id, or the continued message's id for a
- * continuation (docs/protocol.md §9).
+ * `start` chunk carries `messageId` when given; else the logged `start`'s own (the turn id,
+ * or for a continuation the continued message's id, docs/protocol.md §9), else the turn id.
  */
-export function createChunkReplayer(turnId: string, emit: (chunk: UIMessageChunk) => void, messageId = turnId): ChunkReplayer {
+export function createChunkReplayer(turnId: string, emit: (chunk: UIMessageChunk) => void, messageId?: string): ChunkReplayer {
   let started = false;
   let ended = false;
   /** Explicit text parts open: `text-start` seen, its `text-end` not yet. */
@@ -93,7 +93,7 @@ export function createChunkReplayer(turnId: string, emit: (chunk: UIMessageChunk
   let implicitCount = 0;
   const send = (part: PartObject): void => emit(part as unknown as UIMessageChunk);
   const begin = (): void => {
-    if (!started) send({ type: 'start', messageId });
+    if (!started) send({ type: 'start', messageId: messageId ?? turnId });
     started = true;
   };
   const closeImplicit = (): void => {
@@ -125,7 +125,8 @@ export function createChunkReplayer(turnId: string, emit: (chunk: UIMessageChunk
       closeImplicit();
       if (part.type === 'start') {
         started = true;
-        return send({ ...part, messageId });
+        const logged = part['messageId'];
+        return send({ ...part, messageId: messageId ?? (typeof logged === 'string' && logged !== '' ? logged : turnId) });
       }
       begin();
       if (part.type === 'text-start') {

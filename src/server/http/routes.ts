@@ -4,10 +4,18 @@ export type Route =
   | { kind: 'list'; conversationId: string }
   | { kind: 'follow'; turnId: string }
   | { kind: 'replay'; turnId: string }
-  | { kind: 'cancel'; turnId: string };
+  | { kind: 'cancel'; turnId: string }
+  | { kind: 'healthz' };
 
 /** The one method each route answers; others get `405` with this as `Allow`. */
-export const ALLOWED_METHOD: Record<Route['kind'], string> = { submit: 'POST', list: 'GET', follow: 'GET', replay: 'GET', cancel: 'POST' };
+export const ALLOWED_METHOD: Record<Route['kind'], string> = {
+  submit: 'POST',
+  list: 'GET',
+  follow: 'GET',
+  replay: 'GET',
+  cancel: 'POST',
+  healthz: 'GET',
+};
 
 /** `''`, or the base path with one leading slash and no trailing one. */
 export function normalizeBasePath(basePath: string): string {
@@ -20,6 +28,8 @@ export function matchRoute(path: string): Route | undefined {
   const parts = path.split('/');
   if (parts[0] !== '') return undefined;
   const [, collection, id, action] = parts;
+  // Readiness for load balancers: 200 while this instance takes turns and its log answers.
+  if (parts.length === 2 && collection === 'healthz') return { kind: 'healthz' };
   // An empty segment names nothing: `/turns/` is no route, while `/turns/a.b` is a route with a bad id.
   if (id === undefined || id === '' || action === '') return undefined;
   if (parts.length === 3 && collection === 'turns') return { kind: 'replay', turnId: id };

@@ -42,7 +42,7 @@ export async function submitMessage(context: HandlerContext, request: Request, c
   const existing = await log.putIdempotencyIfAbsent(principal, key, { fingerprint, state: 'in_flight', createdAt });
   if (existing) return replayedAnswer(existing, fingerprint, conversationId);
 
-  let turn: StoredTurn;
+  let turn: StoredTurn | undefined;
   try {
     if (producer.liveCount >= context.maxLiveTurns) {
       throw new HttpError(503, 'overloaded', 'Too many turns in progress; try again shortly.', { 'retry-after': '1' });
@@ -58,7 +58,13 @@ export async function submitMessage(context: HandlerContext, request: Request, c
       createdAt,
     });
   } catch (cause) {
-    await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Not awaited: with the log away each step could take the whole store timeout again,
+    // and the client's retry (after Retry-After) only needs the key freed by then (a 409
+    // meanwhile is retried too).
+    void log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Created but never to be produced: let its lease go so it ends instead of staying pending.
+    const created = turn?.id;
+    if (created !== undefined) void log.release?.(created).catch((error: unknown) => report(error, { phase: 'store', turnId: created }));
     throw cause;
   }
   // Per-request headers reach the agent for this turn only; they are never stored (§1).

@@ -145,10 +145,22 @@ export interface TurnLog {
   completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void>;
   /** Removes a key whose turn could not be created, so a retry can try again. */
   deleteIdempotency(principal: string, key: string): Promise<void>;
+  /**
+   * This instance will not produce a turn it just created (the submission failed after
+   * `createTurn`). A shared log gives up the turn's producer lease, so the turn ends
+   * `producer_lost` at the next look instead of staying live. Optional: a log without
+   * leases has nothing to give up.
+   */
+  release?(turnId: string): Promise<void>;
   /** Asks the producer of a live turn to stop (cross-instance in Redis). */
   requestCancel(turnId: string): Promise<void>;
   /** True once cancel was requested for the turn. */
   isCancelRequested(turnId: string): Promise<boolean>;
+  /**
+   * Resolves when the log answers a trivial request, rejects when it cannot (the
+   * handler's readiness route, `/healthz`). Optional: a log without one counts as ready.
+   */
+  ping?(): Promise<void>;
   /** Releases timers and connections. */
   close(): Promise<void>;
 }

@@ -95,6 +95,21 @@ export class TurnProducer {
     return true;
   }
 
+  /**
+   * Lets the live turns run to their own end for up to `drainMs`, then stops the rest
+   * (`failed`, code `server_shutdown`) and waits for their `turn.end`.
+   */
+  async drain(drainMs: number): Promise<void> {
+    const all = [...this.#live.values()];
+    if (all.length > 0 && drainMs > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const over = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+      await Promise.race([Promise.all(all.map((live) => live.done)), over]);
+      clearTimeout(timer);
+    }
+    await this.stopAll();
+  }
+
   /** Stops every live turn (each ends `failed`, code `server_shutdown`) and waits for their `turn.end`. */
   async stopAll(): Promise<void> {
     const all = [...this.#live.values()];

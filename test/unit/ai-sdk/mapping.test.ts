@@ -130,6 +130,12 @@ describe('chunk → event', () => {
     replayer.delta({ text: 'a' });
     replayer.part({ type: 'start', messageId: TURN });
     expect(out.filter((chunk) => chunk.type === 'start')).toEqual([{ type: 'start', messageId: 'msg_continued' }, { type: 'start', messageId: 'msg_continued' }]);
+    // Without one given, the logged start's id holds: a continuation's log replays onto the message it continues.
+    const own: Chunk[] = [];
+    const plain = createChunkReplayer(TURN, (chunk) => own.push(chunk as unknown as Chunk));
+    plain.part({ type: 'start', messageId: 'msg_continued' });
+    plain.part({ type: 'start' });
+    expect(own).toEqual([{ type: 'start', messageId: 'msg_continued' }, { type: 'start', messageId: TURN }]);
   });
 
   it('replaces a start chunk message id with the turn id, and logs no transient data chunk', () => {

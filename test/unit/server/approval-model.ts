@@ -1,7 +1,8 @@
 /**
  * A tool that needs approval, and the AI SDK's mock model asking for it (no network, no
- * keys): a question starting "Transfer" calls `transfer`; once the prompt ends with the
- * tool's result (or its denial), the model answers in text, as it does anything else. Run through the real `streamText`.
+ * keys): a question starting "Transfer" calls `transfer`, one starting "Where" calls the
+ * client-side `locate`; once the prompt ends with the tool's result (or its denial), the
+ * model answers in text, as it does anything else. Run through the real `streamText`.
  */
 import { convertToModelMessages, jsonSchema, simulateReadableStream, stepCountIs, streamText, tool, type ToolSet, type UIMessage, type UIMessageChunk } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
@@ -23,28 +24,42 @@ function text(words: string): StreamPart[] {
   ] as StreamPart[];
 }
 
-const askToTransfer = [
-  { type: 'stream-start', warnings: [] },
-  { type: 'tool-call', toolCallId: 'call-1', toolName: 'transfer', input: JSON.stringify({ amount: 5, to: 'Bob' }) },
-  { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage },
-] as StreamPart[];
+const toolCall = (toolName: string, input: unknown): StreamPart[] =>
+  [
+    { type: 'stream-start', warnings: [] },
+    { type: 'tool-call', toolCallId: 'call-1', toolName, input: JSON.stringify(input) },
+    { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage },
+  ] as StreamPart[];
+
+/** The answer once the prompt ends with a tool's outcome: what the tool said, or its denial. */
+function afterTool(output: { type: string; value?: unknown }): StreamPart[] {
+  if (output.type === 'execution-denied') return text('I did not send it.');
+  const value = output.value as { sent?: number; city?: string } | undefined;
+  return text(value?.city !== undefined ? `You are in ${value.city}.` : 'Sent 5 to Bob.');
+}
 
 function approvalModel(): MockLanguageModelV3 {
   return new MockLanguageModelV3({
     doStream: async ({ prompt }) => {
       const last = prompt.at(-1);
       const result = last?.role === 'tool' ? last.content.find((part) => part.type === 'tool-result') : undefined;
-      const denied = result?.type === 'tool-result' && result.output.type === 'execution-denied';
-      const asked = last?.role === 'user' && last.content.some((part) => part.type === 'text' && part.text.startsWith('Transfer'));
-      const chunks = asked ? askToTransfer : result === undefined ? text('Hello.') : text(denied ? 'I did not send it.' : 'Sent 5 to Bob.');
+      const question = last?.role === 'user' ? last.content.map((part) => (part.type === 'text' ? part.text : '')).join('') : '';
+      const chunks = question.startsWith('Transfer')
+        ? toolCall('transfer', { amount: 5, to: 'Bob' })
+        : question.startsWith('Where')
+          ? toolCall('locate', {})
+          : result?.type === 'tool-result'
+            ? afterTool(result.output as { type: string; value?: unknown })
+            : text('Hello.');
       return { stream: simulateReadableStream<StreamPart>({ chunks, initialDelayInMs: 0, chunkDelayInMs: 0 }) };
     },
   });
 }
 
-/** `transfer`, which needs approval; `onExecute` counts its runs. */
+/** `transfer`, which needs approval (`onExecute` counts its runs), and `locate`, a client-side tool (no `execute`). */
 export function approvalTools(onExecute: () => void): ToolSet {
   return {
+    locate: tool({ description: 'Where the user is: answered by the browser.', inputSchema: jsonSchema<Record<string, never>>({ type: 'object', properties: {} }) }),
     transfer: tool({
       description: 'Sends money.',
       inputSchema: jsonSchema<{ amount: number; to: string }>({ type: 'object', properties: { amount: { type: 'number' }, to: { type: 'string' } }, required: ['amount', 'to'] }),

@@ -225,6 +225,22 @@ export function defineContinuationSuite(name: string, makeLog: MakeProtocolLog):
         expect(final.parts.find((part) => part.type === 'tool-transfer')).toMatchObject({ state: 'output-denied' });
       });
 
+      it('continues with a client tool\'s output: the model sees it and the answer extends the same message', async () => {
+        const t1 = await turn('conv-client-tool', { content: question('u1', 'Where am I?') });
+        const asked = await messageOf(server!, t1);
+        expect(asked.parts.find((part) => part.type === 'tool-locate')).toMatchObject({ state: 'input-available' });
+        // What addToolOutput leaves in the message.
+        const answered: UIMessage = {
+          ...asked,
+          parts: asked.parts.map((part) => (part.type === 'tool-locate' ? ({ ...part, state: 'output-available', output: { city: 'Bergen' } } as never) : part)),
+        };
+        const t2 = await turn('conv-client-tool', { content: answered });
+        expect(seen[1]!.continues).toBe(t1);
+        const final = await messageOf(server!, t2, t1, answered);
+        expect(final.parts.at(-1)).toMatchObject({ type: 'text', text: 'You are in Bergen.' });
+        expect(final.parts.filter((part) => part.type === 'tool-locate')).toHaveLength(1);
+      });
+
       it('hands the produce function context and headers for that turn only', async () => {
         const context = { body: { model: 'small' }, metadata: { source: 'test' } };
         await turn('conv-req', { content: question('u1', 'Hi'), context });

@@ -194,6 +194,15 @@ export class RedisTurnLog implements TurnLog {
     }
   }
 
+  async ping(): Promise<void> {
+    const client = await this.#ctx.connection.client();
+    await client.ping();
+  }
+
+  release(turnId: string): Promise<void> {
+    return this.#leases.release(turnId);
+  }
+
   listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]> {
     return this.#index.list(conversationId, principal, limit, (turnId) => this.getTurn(turnId));
   }

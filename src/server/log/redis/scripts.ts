@@ -117,11 +117,10 @@ return ended_reply(seq)
 
 /**
  * KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, key ttl, tombstone
- * ttl, '1' once the turn should have started. 1 = held, 0 = turn ended/gone, -1 = never started.
+ * ttl. 1 = held, 0 = turn ended/gone (or held by another).
  */
 export const RENEW = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return 0 end
-if ARGV[5] == '1' and redis.call('HGET', KEYS[1], 'lastSeq') == '0' then return -1 end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[1] then return 0 end
 -- A lapsed lease of a turn nobody ended yet is simply taken back: the producer is alive.
