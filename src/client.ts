@@ -125,7 +125,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   const outbox = openOutbox(options, ports, deps, (entry, answer) => {
     if (!signal.aborted) submissions.accept(entry.operationId, client.followAccepted(entry, answer));
   });
-  const submissions = createSubmissionTracker(outbox);
+  const submissions = createSubmissionTracker(outbox, (turnId) => client.turn(turnId));
   const conversations = new Map<string, Conversation>();
 
   const client: Client = {

@@ -47,6 +47,7 @@ export type {
   ConversationItem,
   ConversationSnapshot,
   Submission,
+  SendOptions,
   Outbox,
   OutboxEntry,
   OutboxOptions,
@@ -54,4 +55,4 @@ export type {
   OutboxState,
 } from './types.js';
 export type { Store, TurnRecord, EventChunk, LoadedTurn, LoadResult, TurnWrite } from './storage/store.js';
-export type { JsonValue, MessageContent, PartObject } from './protocol/schemas.js';
+export type { JsonValue, MessageContent, PartObject, SubmitContext, JsonObject } from './protocol/schemas.js';

@@ -4,7 +4,7 @@
  */
 import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
-import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
+import type { JsonValue, MessageContent, SubmitContext, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
 import type { Ports } from './ports/index.js';
@@ -194,6 +194,24 @@ export interface Outbox extends ExternalStore<readonly OutboxEntry[]> {
   discard(operationId: string): Promise<void>;
 }
 
+/** What one submission carries beside its content (docs/protocol.md section 1). */
+export interface SendOptions {
+  /**
+   * The entry's Idempotency-Key (16–128 of `[A-Za-z0-9_-]`), when the caller derives it (an AI
+   * SDK continuation: every tab answering the same calls uses the same key). An entry already
+   * holding it is answered instead of a new one. Default: a fresh nanoid.
+   */
+  operationId?: string | undefined;
+  /** Per-request data, sent and stored with the entry (it is part of the idempotency fingerprint). */
+  context?: SubmitContext | undefined;
+  /**
+   * Headers of this submission's requests, over the client's own. Kept in this page's memory
+   * only, never stored (they may hold credentials): a send after a reload, or by another tab,
+   * goes without them.
+   */
+  headers?: Record<string, string> | undefined;
+}
+
 /** Handle returned by `conversation.send`. */
 export interface Submission extends ExternalStore<OutboxEntry | undefined> {
   readonly operationId: string;
@@ -224,7 +242,8 @@ export interface Conversation extends ExternalStore<ConversationSnapshot> {
   readonly id: string;
   /** Resolves once the conversation's stored turns (and their messages) are in its snapshot, before any network. Never rejects. */
   readonly ready: Promise<void>;
-  send(content: MessageContent): Submission;
+  /** Writes the message to the durable outbox (before any request) and sends it; see {@link SendOptions}. */
+  send(content: MessageContent, options?: SendOptions): Submission;
   /**
    * Sends the message that started `turnId` again as a new submission (a new operation
    * id, so a new turn), e.g. after that turn failed with `turn_expired`. The old turn and

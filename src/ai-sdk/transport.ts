@@ -5,10 +5,13 @@
  * handed to `useChat` replay each turn from its first chunk.
  */
 import type { ChatTransport, UIMessage } from 'ai';
-import { realTimers, type TimerHandle } from '../ports/timers.js';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
 import { conversationMessages, resumable } from './messages.js';
+import { isLive, listedOrder, serverOrdered, unanswered, unlessAborted } from './newest-turn.js';
+import { continuationKey } from './continuation.js';
+import { continuedBy, continuedPrefix } from './continued-replay.js';
+import { plainHeaders, requestContext } from './request-data.js';
 import { sendStream } from './send-stream.js';
 import { turnStream } from './turn-stream.js';
 
@@ -35,24 +38,6 @@ export interface LifelineChatTransport extends ChatTransport<UIMessage> {
   loadMessages(chatId: string): Promise<UIMessage[]>;
 }
 
-const isLive = (turn: TurnSnapshot): boolean => !['complete', 'failed', 'cancelled'].includes(turn.status);
-
-/**
- * The chat's turn ids in the server's order, oldest first; none when the list fails or takes
- * longer than `timeoutMs` (the list still lands in the client when it comes).
- */
-async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: number, report: (error: unknown) => void): Promise<string[]> {
-  let order: string[] = [];
-  let timer: TimerHandle | undefined;
-  const listed = client.recover(chatId).then(
-    (turns) => (order = turns.map((turn) => turn.id).reverse()),
-    report,
-  );
-  await Promise.race([listed, new Promise((resolve) => (timer = realTimers.set(() => resolve(undefined), timeoutMs)))]);
-  realTimers.clear(timer);
-  return order;
-}
-
 /**
  * Creates the transport. `chatId` is the conversation id.
  *
@@ -63,74 +48,72 @@ async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: nu
 export function createChatTransport(client: LifelineClient, options: ChatTransportOptions = {}): LifelineChatTransport {
   const marks = createDeliveredMarks(options.storageKey ?? 'lifeline-ai-sdk:');
   const report = (error: unknown): void => options.onError?.(error);
-  /** Reconnects under way per chat: concurrent calls answer the same turn. */
-  const lookups = new Map<string, Promise<string | undefined>>();
-
+  const listTimeoutMs = options.listTimeoutMs ?? 3000;
   const turnsOf = (chatId: string): TurnSnapshot[] => client.turns.getSnapshot().filter((turn) => turn.conversationId === chatId);
 
-  /**
-   * The turn of the chat's last message when that message is still on its way (sent by an
-   * earlier page, or by another tab, and not accepted yet): resolves once the server
-   * accepted it, with `undefined` if it fails or is withdrawn. `undefined` at once when the
-   * last message is answered or refused already.
-   */
-  function unanswered(chatId: string): Promise<string | undefined> | undefined {
-    const conversation = client.conversation(chatId);
-    const last = conversation.getSnapshot().items.at(-1);
-    if (last?.role !== 'user' || last.submission === undefined || last.submission.state === 'failed') return undefined;
-    return new Promise((resolve) => {
-      const check = (): void => {
-        const items = conversation.getSnapshot().items;
-        const at = items.findIndex((item) => item.key === last.key);
-        const answer = items[at + 1]?.turn;
-        if (at !== -1 && !answer && items[at]?.submission?.state !== 'failed') return;
-        stop();
-        resolve(at === -1 ? undefined : answer?.id);
-      };
-      const stop = conversation.subscribe(check);
-      check();
-    });
+  /** The chat's newest turn by the server's order (W1: never by a local time or a random id). */
+  async function newest(chatId: string, signal: AbortSignal | undefined): Promise<TurnSnapshot | undefined> {
+    const order = await listedOrder(client, chatId, listTimeoutMs, report, signal);
+    return signal?.aborted ? undefined : serverOrdered(turnsOf(chatId), order).at(-1);
   }
 
-  /** The chat's newest turn not yet delivered to a finished stream here (waiting for one still being sent). */
-  async function undelivered(chatId: string): Promise<string | undefined> {
-    await client.conversation(chatId).ready;
-    const sending = unanswered(chatId);
+  /**
+   * The turn a reload resumes: the chat's newest, when it is live or ended unseen here (a
+   * failed one always, so its error shows again), or the one its last message, still on its
+   * way, starts. Never a cancelled or stopped turn: a Stop on any device is final.
+   */
+  async function resumeTarget(chatId: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+    await unlessAborted(client.conversation(chatId).ready, signal);
+    if (signal?.aborted) return undefined;
+    const sending = unanswered(client, chatId, signal);
     if (sending) return sending;
-    const newest = turnsOf(chatId).at(-1);
-    return newest && marks.get(chatId) !== newest.id ? newest.id : undefined;
+    const turn = await newest(chatId, signal);
+    if (!turn || turn.status === 'cancelled') return undefined;
+    // Marked: delivered to a finished stream, or stopped here (its end may not have come yet).
+    return turn.status === 'failed' || marks.get(chatId) !== turn.id ? turn.id : undefined;
   }
 
   return {
     resumeStreamIsReplay: true,
 
-    sendMessages({ chatId, messages, abortSignal }) {
-      const message = messages.findLast((candidate) => candidate.role === 'user');
-      if (!message) return Promise.reject(new TypeError('sendMessages needs a user message.'));
-      return Promise.resolve(sendStream(client, chatId, message, { abortSignal, marks, report }));
+    sendMessages({ chatId, messages, abortSignal, body, metadata, headers }) {
+      const last = messages.at(-1);
+      // An assistant message last holds the answers to its tool calls: a continuation (§9).
+      const continued = last?.role === 'assistant' ? last : undefined;
+      // Else the newest user message (a regenerate sends it again, under a new key).
+      const message = continued ?? messages.findLast((candidate) => candidate.role === 'user');
+      if (!message) return Promise.reject(new TypeError('sendMessages needs a user message, or an assistant message last.'));
+      const context = requestContext(body, metadata);
+      const send = { ...(continued && { operationId: continuationKey(continued) }), ...(context && { context }), ...(headers && { headers: plainHeaders(headers) }) };
+      return Promise.resolve(sendStream(client, chatId, message, { abortSignal, marks, report, send, messageId: continued?.id }));
     },
 
     async reconnectToStream({ chatId, abortSignal }) {
-      let lookup = lookups.get(chatId);
-      if (!lookup) {
-        lookups.set(chatId, (lookup = undelivered(chatId).finally(() => lookups.delete(chatId))));
-      }
-      const turnId = await lookup;
+      // H5: the lookup honours the abort; useChat aborts a resume that another one replaces (StrictMode).
+      const turnId = await resumeTarget(chatId, abortSignal);
       if (!turnId || abortSignal?.aborted) return null;
-      // Its abort only detaches: useChat aborts a resume that another one replaces (StrictMode).
-      return turnStream(client.turn(turnId), { signal: abortSignal, onFinished: () => marks.set(chatId, turnId) });
+      const turn = client.turn(turnId);
+      // A continuation replays the whole message it continues, earlier turns first (§9).
+      const messageId = continuedBy(client.conversation(chatId).getSnapshot().items, turnId);
+      const prefix = messageId === undefined ? undefined : await continuedPrefix(client, chatId, turnId, abortSignal);
+      if (abortSignal?.aborted) return null;
+      // Its abort only detaches: the turn goes on.
+      return turnStream(turn, { signal: abortSignal, messageId, prefix, onFinished: () => marks.set(chatId, turnId) });
     },
 
     async cancel(chatId) {
       await client.conversation(chatId).ready;
-      const live = turnsOf(chatId).filter(isLive).at(-1);
-      if (live) await client.turn(live.id).cancel();
+      const turn = await newest(chatId, undefined);
+      if (!turn || !isLive(turn)) return;
+      // Stopped here: never resumed on this device, even before its end arrives.
+      marks.set(chatId, turn.id);
+      await client.turn(turn.id).cancel();
     },
 
     async loadMessages(chatId) {
       const conversation = client.conversation(chatId);
       await conversation.ready;
-      const order = await listedOrder(client, chatId, options.listTimeoutMs ?? 3000, report);
+      const order = await listedOrder(client, chatId, listTimeoutMs, report);
       const messages = conversationMessages(conversation.getSnapshot().items, order);
       // The newest turn, when not delivered yet, is what the next reconnectToStream replays.
       return marks.get(chatId) === messages.at(-1)?.id ? messages : resumable(messages);

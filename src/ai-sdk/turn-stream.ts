@@ -14,6 +14,13 @@ export interface TurnStreamOptions {
   signal?: AbortSignal | undefined;
   /** Called once the stream delivered the turn's end chunk. */
   onFinished?: () => void;
+  /** What the `start` chunk carries: the turn id, or for a continuation the continued message's id (docs/protocol.md §9). */
+  messageId?: string | undefined;
+  /**
+   * Chunks sent before the turn's own, which then go without their `start`: a resumed
+   * continuation replays the whole message it continues, earlier turns first (§9).
+   */
+  prefix?: readonly UIMessageChunk[] | undefined;
 }
 
 const ENDED = ['complete', 'failed', 'cancelled'];
@@ -25,7 +32,7 @@ function endFrom(replayer: ChunkReplayer, snapshot: TurnSnapshot): void {
 }
 
 /** Streams `turn` from its first chunk; see the module comment. */
-export function turnStream(turn: Turn, { signal, onFinished }: TurnStreamOptions = {}): ReadableStream<UIMessageChunk> {
+export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }: TurnStreamOptions = {}): ReadableStream<UIMessageChunk> {
   let iterator: AsyncIterator<TurnEvent> | undefined;
   let closed = false;
   return new ReadableStream<UIMessageChunk>({
@@ -33,15 +40,16 @@ export function turnStream(turn: Turn, { signal, onFinished }: TurnStreamOptions
       let emitted = 0;
       const emit = (chunk: UIMessageChunk): void => {
         emitted++;
-        if (!closed) controller.enqueue(chunk);
+        if (!closed && !(prefix?.length && chunk.type === 'start')) controller.enqueue(chunk);
       };
       const close = (): void => {
         if (!closed) controller.close();
         closed = true;
         void iterator?.return?.();
       };
-      const replayer = createChunkReplayer(turn.id, emit);
+      const replayer = createChunkReplayer(turn.id, emit, messageId);
       if (signal?.aborted) return close();
+      for (const chunk of prefix ?? []) controller.enqueue(chunk);
       const aborted = new Promise<undefined>((resolve) => signal?.addEventListener('abort', () => resolve(undefined), { once: true }));
       // Registers for the events applied from now on (synchronously, in this call), so the
       // snapshot read next and those events neither overlap nor leave a hole.

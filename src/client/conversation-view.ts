@@ -7,7 +7,7 @@ import type { MessageContent } from '../protocol/schemas.js';
 import type { OutboxController } from '../outbox/outbox.js';
 import { createOutboxView, filteredStore, isUnaccepted, type SubmissionTracker } from '../outbox/views.js';
 import type { Persistence } from '../storage/persistence.js';
-import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, OutboxEntry, Submission, TurnSnapshot } from '../types.js';
+import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, OutboxEntry, SendOptions, Submission, TurnSnapshot } from '../types.js';
 
 export interface ConversationSources {
   outbox: OutboxController;
@@ -21,9 +21,9 @@ export interface ConversationSources {
 export function createConversationView(id: string, ready: Promise<void>, { outbox, submissions, persistence, turns, assertUsable }: ConversationSources): Conversation {
   // This conversation's entries, accepted ones included (they link a message to its turn).
   const entries = filteredStore(outbox.entries, (entry) => entry.conversationId === id);
-  const send = (content: MessageContent): Submission => {
+  const send = (content: MessageContent, options?: SendOptions): Submission => {
     assertUsable();
-    return submissions.track(outbox.enqueue(id, content).operationId);
+    return submissions.track(outbox.enqueue(id, content, options).operationId);
   };
   let snapshot: ConversationSnapshot = Object.freeze({ id, items: Object.freeze([]) });
   let sources: unknown[] = [];

@@ -4,7 +4,7 @@
  * above it; `storage/store.ts` and `types.ts` re-export them under their old names.
  */
 import type { LifelineError } from '../errors.js';
-import type { ActionEvent, JsonObject, MessageContent, PartObject } from '../protocol/schemas.js';
+import type { ActionEvent, JsonObject, MessageContent, PartObject, SubmitContext } from '../protocol/schemas.js';
 
 /** Status of a turn as the client tracks it (wider than the server's). */
 export type TurnStatus =
@@ -63,6 +63,8 @@ export interface OutboxRecord {
   operationId: string;
   conversationId: string;
   content: MessageContent;
+  /** Per-request data sent beside the content (docs/protocol.md §1); part of the idempotency fingerprint, so stored. */
+  context?: SubmitContext;
   createdAt: number;
   /** Monotonic order within the namespace; entries of a conversation are sent in this order. */
   order: number;

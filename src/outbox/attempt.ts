@@ -27,6 +27,8 @@ export interface AttemptContext extends HttpContext {
   /** The entries' due times and age limits on the monotonic clock. */
   schedule: Schedule;
   emit: Emit;
+  /** The headers an entry's own send asked for; in this page's memory only (never stored: they may hold credentials). */
+  headersOf: (operationId: string) => Record<string, string> | undefined;
 }
 
 /** Gives an entry up, visibly. */
@@ -46,7 +48,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     await ledger.save(current);
     if (abort.signal.aborted) return;
     emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
-    const result = await submit(context, current, abort.signal, context.timeoutMs, context.timers);
+    const result = await submit(context, current, abort.signal, context.timeoutMs, context.timers, context.headersOf(operationId));
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
     // Stored as information (wall); the retry's wait and the age limit are monotonic (schedule.ts).

@@ -12,7 +12,13 @@
  * entry does not block: it waits for `retry`/`discard` while later ones flow.
  */
 import { TransportError, type LifelineError } from '../errors.js';
-import type { MessageContent, SubmitAnswer } from '../protocol/schemas.js';
+import type { MessageContent, SubmitAnswer, SubmitContext } from '../protocol/schemas.js';
+
+/** A submission's body, checked (submit.ts). */
+export interface CheckedBody {
+  content: MessageContent;
+  context?: SubmitContext | undefined;
+}
 import type { OutboxRecord } from '../storage/store.js';
 
 export const isPending = (entry: OutboxRecord): boolean => entry.state === 'queued' || entry.state === 'sending';
@@ -21,11 +27,12 @@ export const isPending = (entry: OutboxRecord): boolean => entry.state === 'queu
 export const progress = (entry: OutboxRecord): string => [entry.state, entry.attempts, entry.nextAttemptAt, entry.createdAt].join();
 
 /** A new entry, due at once. Ordered by time, so entries from several tabs interleave in time order, and after every entry listed. */
-export function newEntry(operationId: string, conversationId: string, content: MessageContent, time: number, listed: readonly OutboxRecord[]): OutboxRecord {
+export function newEntry(operationId: string, conversationId: string, { content, context }: CheckedBody, time: number, listed: readonly OutboxRecord[]): OutboxRecord {
   return {
     operationId,
     conversationId,
     content,
+    ...(context && { context }),
     createdAt: time,
     order: Math.max(time, ...listed.map((entry) => entry.order + 1)),
     attempts: 0,

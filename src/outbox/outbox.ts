@@ -14,20 +14,25 @@
  * there. Its operation id and position are kept.
  */
 import { createEmitter } from '../core/subscribable.js';
-import { asStorageError, StorageError } from '../errors.js';
+import { asStorageError, LifelineError, TransportError, StorageError } from '../errors.js';
+import { canonicalJson } from '../protocol/canonical-json.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../protocol/schemas.js';
 import type { Diagnostic } from '../types.js';
-import { isPending, newEntry, rearmed } from './entry-state.js';
+import { isPending, newEntry, rearmed, type CheckedBody } from './entry-state.js';
 import { realStorage } from '../ports/storage.js';
 import { realTabs } from '../ports/tabs.js';
 import { createJournal } from './journal.js';
 import { createLedger } from './ledger.js';
 import { createSchedule } from './schedule.js';
 import { createSender, type SenderDeps } from './sender.js';
-import { checkedContent } from './submit.js';
+import { checkedBody } from './submit.js';
 import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
 
-export type { Enqueued, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
+export type { Enqueued, EnqueueOptions, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
 export type { NetworkMonitor } from '../ports/network.js';
+
+/** A submission's body as the server fingerprints it (key order aside). */
+const bodyText = ({ content, context }: CheckedBody): string => canonicalJson(context ? { content, context } : { content });
 
 /** The channel other tabs' notices arrive on: `new BroadcastChannel(name)` by default, where there is one. */
 function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChannel | undefined {
@@ -35,7 +40,7 @@ function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChanne
 }
 
 /** How the sending tab leads, posts and retries: the client's plumbing and the outbox's settings with their defaults. */
-function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
+function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online' | 'headersOf'> {
   const { storage, leaseTtlMs = 1e4, clock, newId, retry } = deps;
   const maxAgeMs = deps.maxAgeMs ?? 864e5;
   return {
@@ -61,6 +66,8 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const stop = new AbortController();
   const listeners = createEmitter<void>();
   const busy = new Map<string, AbortController>();
+  /** Per-request headers by operation id, for this page's attempts only (see EnqueueOptions.headers). */
+  const requestHeaders = new Map<string, Record<string, string>>();
   const journal = createJournal(deps.journal === undefined ? realStorage.pageStorage() : (deps.journal ?? undefined), name);
   const channel = openChannel(deps.channel, name);
   const emit: Emit = (diagnostic) => deps.emit({ ...diagnostic, at: now() } as Diagnostic);
@@ -89,15 +96,27 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     },
     changed: () => (listeners.emit(), sender.poke()),
   });
-  const sender = createSender({ ...sendingOptions(deps, trouble, stop.signal), ledger, busy, emit, name, online: network?.online() ?? true });
+  const sender = createSender({ ...sendingOptions(deps, trouble, stop.signal), ledger, busy, emit, name, online: network?.online() ?? true, headersOf: (id) => requestHeaders.get(id) });
   channel?.addEventListener('message', ({ data }) => (typeof data === 'string' ? ledger.forget(data) : void ledger.reload()));
   const unsubscribe = network?.subscribe(sender.setOnline);
   let started: Promise<void> | undefined;
 
   return {
     entries: { getSnapshot: ledger.list, subscribe: listeners.subscribe },
-    enqueue(conversationId, content) {
-      const entry = newEntry(deps.newId(), conversationId, checkedContent(conversationId, content), now(), ledger.list());
+    enqueue(conversationId, content, options = {}) {
+      const body = checkedBody(conversationId, content, options.context);
+      const operationId = options.operationId ?? deps.newId();
+      if (!IDEMPOTENCY_KEY_PATTERN.test(operationId)) throw new LifelineError('invalid_argument', 'An operation id is 16 to 128 characters of [A-Za-z0-9_-].');
+      for (const id of requestHeaders.keys()) if (!ledger.find(id)) requestHeaders.delete(id);
+      if (options.headers) requestHeaders.set(operationId, { ...options.headers });
+      // The same key again (a double click, another tab): one entry. With another body it is
+      // what the server would answer (docs/protocol.md section 1: 422), without a request.
+      const found = ledger.find(operationId);
+      if (found && bodyText(found) !== bodyText(body)) {
+        throw new TransportError('submission_rejected', 'This Idempotency-Key was used with another body.', { status: 422, serverCode: 'idempotency_key_reused' });
+      }
+      if (found) return { operationId, written: Promise.resolve() };
+      const entry = newEntry(operationId, conversationId, body, now(), ledger.list());
       // Synchronous: durable before `send()` returns, whatever happens to the page next.
       journal.write(entry);
       // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.

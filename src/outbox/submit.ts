@@ -6,7 +6,8 @@
  */
 import { failure, thrownFailure, type Failure } from '../core/failure-policy.js';
 import { LifelineError, ProtocolError } from '../errors.js';
-import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import { assertId, contextBytes, MAX_CONTEXT_BYTES, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer, type SubmitContext } from '../protocol/schemas.js';
+import type { CheckedBody } from './entry-state.js';
 import type { Timers } from '../ports/timers.js';
 import { deadline } from '../runtime/deadline.js';
 import type { OutboxRecord } from '../storage/store.js';
@@ -22,20 +23,29 @@ const aborted = (signal: AbortSignal): Promise<never> => new Promise((_, reject)
  * Posts `entry` once, within `timeoutMs`. Never rejects: an abort through `signal` (the
  * entry discarded, the outbox disposed) answers a failure the caller ignores.
  */
-export async function submit(http: HttpContext, { operationId, conversationId, content }: OutboxRecord, signal: AbortSignal, timeoutMs: number, timers: Timers): Promise<SubmitResult> {
+export async function submit(
+  http: HttpContext,
+  { operationId, conversationId, content, context }: OutboxRecord,
+  signal: AbortSignal,
+  timeoutMs: number,
+  timers: Timers,
+  extra: Record<string, string> = {},
+): Promise<SubmitResult> {
   const limit = deadline(timers, timeoutMs, signal);
   const bounded = limit.signal;
   try {
     // The timeout covers the app's headers function too: a token refresh that never
     // answers must not hold the conversation's queue for ever.
     const headers = new Headers(await Promise.race([http.headers(), aborted(bounded)]));
+    // This submission's own headers (section 1), over the client's.
+    for (const [name, value] of Object.entries(extra)) headers.set(name, value);
     // Set, not spread: an app's `Content-Type` would otherwise be sent beside ours.
     headers.set('content-type', 'application/json');
     headers.set('idempotency-key', operationId);
     const response = await http.fetch(endpoint(http.baseUrl, `/conversations/${conversationId}/messages`), {
       method: 'POST',
       headers,
-      body: JSON.stringify({ content }),
+      body: JSON.stringify(context ? { content, context } : { content }),
       signal: bounded,
     });
     if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.clock.wallNow(), 'submit') };
@@ -56,16 +66,20 @@ export async function submit(http: HttpContext, { operationId, conversationId, c
 }
 
 /**
- * The content to store for a new submission: a private copy (zod's output; the app may
- * mutate its object after sending). Throws `invalid_argument` for a bad conversation id,
- * or content that is not a string or JSON object or passes 64 KiB encoded (the server's
- * limit, docs/protocol.md section 1: failing here costs no round trip and no stored entry).
+ * The body to store for a new submission: a private copy (zod's output; the app may mutate
+ * its objects after sending). Throws `invalid_argument` for a bad conversation id, content
+ * that is not a string or JSON object, a `context` that is not a JSON object of at most
+ * 16 KiB, or a body over 64 KiB encoded (the server's limits, docs/protocol.md section 1:
+ * failing here costs no round trip and no stored entry).
  */
-export function checkedContent(conversationId: string, content: MessageContent): MessageContent {
+export function checkedBody(conversationId: string, content: MessageContent, context?: SubmitContext): CheckedBody {
   assertId('A conversation id', conversationId);
-  const parsed = submitBodySchema.safeParse({ content });
-  if (!parsed.success || new Blob([JSON.stringify(parsed.data)]).size > MAX_SUBMIT_BYTES) {
-    throw new LifelineError('invalid_argument', 'content must be a string or JSON object of at most 64 KiB.');
+  const parsed = submitBodySchema.safeParse(context === undefined ? { content } : { content, context });
+  if (parsed.success && parsed.data.context && contextBytes(parsed.data.context) > MAX_CONTEXT_BYTES) {
+    throw new LifelineError('invalid_argument', 'context must be a JSON object of at most 16 KiB.');
   }
-  return parsed.data.content;
+  if (!parsed.success || new Blob([JSON.stringify(parsed.data)]).size > MAX_SUBMIT_BYTES) {
+    throw new LifelineError('invalid_argument', 'content must be a string or JSON object, context a JSON object, together at most 64 KiB.');
+  }
+  return parsed.data;
 }

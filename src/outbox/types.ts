@@ -10,7 +10,7 @@ import type { LockManagerLike, TabChannel } from '../ports/tabs.js';
 import type { Timers } from '../ports/timers.js';
 import type { HttpContext } from '../transport/http.js';
 import type { NetworkMonitor } from '../ports/network.js';
-import type { Diagnostic, ExternalStore, OutboxEntry } from '../types.js';
+import type { Diagnostic, ExternalStore, OutboxEntry, SendOptions } from '../types.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
 export type { OutboxStorage };
@@ -65,9 +65,12 @@ export interface OutboxDeps extends HttpContext {
   leaseTtlMs?: number;
 }
 
+/** What one submission carries beside its content: {@link SendOptions}. */
+export type EnqueueOptions = SendOptions;
+
 /** What `enqueue` hands back at once. */
 export interface Enqueued {
-  /** The entry's Idempotency-Key (21 characters, from the random port). */
+  /** The entry's Idempotency-Key (21 characters, from the random port, unless the caller named it). */
   readonly operationId: string;
   /**
    * Resolves once the entry is in durable storage (it is never posted before). Rejects
@@ -84,11 +87,12 @@ export interface OutboxController {
   readonly entries: ExternalStore<readonly OutboxEntry[]>;
   /**
    * Adds a submission. The entry shows as `queued` at once and is posted only after it is
-   * in storage. Throws `invalid_argument` for a bad conversation id or content (not a
-   * string or JSON object, or over 64 KiB). Not to be called after {@link dispose} (the
+   * in storage. Throws `invalid_argument` for a bad conversation id, content (not a string
+   * or JSON object), context (not a JSON object of at most 16 KiB), body over 64 KiB, or
+   * operation id. Not to be called after {@link dispose} (the
    * client refuses that itself).
    */
-  enqueue(conversationId: string, content: MessageContent): Enqueued;
+  enqueue(conversationId: string, content: MessageContent, options?: EnqueueOptions): Enqueued;
   /**
    * Sends again now: a failed entry is re-armed (fresh `maxAgeMs`, attempts from 0), an
    * entry waiting out a backoff goes at once. No effect on unknown, sending or accepted entries.

@@ -38,7 +38,7 @@ export function filteredStore<T>(source: ExternalStore<readonly T[]>, keep: (ite
  * marked handled, so an app that ignores it never sees an unhandled rejection.
  */
 export interface SubmissionTracker {
-  /** Creates the handle of a freshly enqueued entry. */
+  /** Creates a handle of an enqueued entry (several handles may share one: the same key sent twice). */
   track(operationId: string): Submission;
   /** The server accepted `operationId`; `turn` is the followed turn. */
   accept(operationId: string, turn: Turn): void;
@@ -46,9 +46,13 @@ export interface SubmissionTracker {
   dispose(): void;
 }
 
-export function createSubmissionTracker({ entries }: OutboxController): SubmissionTracker {
-  /** Settles an open handle: a turn resolves it, an error rejects it. */
-  const open = new Map<string, (outcome: Turn | LifelineError) => void>();
+/**
+ * `follow` answers the turn of an entry found accepted already when its handle is made (the
+ * same key sent again after the first send was accepted): no acceptance is announced again.
+ */
+export function createSubmissionTracker({ entries }: OutboxController, follow: (turnId: string) => Turn): SubmissionTracker {
+  /** Settles the open handles of an entry: a turn resolves them, an error rejects them. */
+  const open = new Map<string, Set<(outcome: Turn | LifelineError) => void>>();
   return {
     track(operationId) {
       // Entries are replaced on change, so this is the same object while the entry is unchanged.
@@ -62,19 +66,23 @@ export function createSubmissionTracker({ entries }: OutboxController): Submissi
         const unsubscribe = entries.subscribe(check);
         const settle = (outcome: Turn | LifelineError): void => {
           unsubscribe();
-          open.delete(operationId);
+          open.get(operationId)?.delete(settle);
+          if (!open.get(operationId)?.size) open.delete(operationId);
           if (outcome instanceof Error) reject(outcome);
           else resolve(outcome);
         };
-        open.set(operationId, settle);
-        check();
+        const settles = open.get(operationId) ?? new Set();
+        open.set(operationId, settles.add(settle));
+        const found = getSnapshot();
+        if (found?.state === 'accepted' && found.turnId) settle(follow(found.turnId));
+        else check();
       });
       accepted.catch(() => undefined);
       return { operationId, accepted, getSnapshot, subscribe: entries.subscribe };
     },
-    accept: (operationId, turn) => open.get(operationId)?.(turn),
+    accept: (operationId, turn) => [...(open.get(operationId) ?? [])].forEach((settle) => settle(turn)),
     dispose() {
-      for (const settle of open.values()) settle(new CancelledError('disposed', 'The client was disposed.'));
+      for (const settles of [...open.values()]) for (const settle of [...settles]) settle(new CancelledError('disposed', 'The client was disposed.'));
     },
   };
 }

@@ -17,6 +17,7 @@ const count = z.int().check(z.gte(0));
 const text = z.string();
 const content = submitBodySchema.shape.content;
 const optional = z.exactOptional;
+const context = optional(jsonObjectSchema);
 /** Kinds and codes are open-ended (new ones may come): any string, as `errorFromJson` copes with any. */
 const errorSchema = optional(
   z.object({
@@ -52,6 +53,7 @@ export const outboxRecordSchema = z.object({
   operationId: idempotencyKeySchema,
   conversationId: idSchema,
   content,
+  context,
   createdAt: time,
   order: z.number(),
   attempts: count,

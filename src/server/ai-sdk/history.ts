@@ -6,7 +6,10 @@
  */
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { createChunkReplayer } from '../../protocol/ai-sdk/mapping.js';
+import { placeMessage } from '../../protocol/ai-sdk/place-message.js';
 import { buildUIMessage } from '../../protocol/ai-sdk/ui-message.js';
+
+export { placeMessage };
 import { userMessage } from '../../protocol/ai-sdk/user-message.js';
 import { continuedMessageId, type MessageContent } from '../../protocol/schemas.js';
 import type { ConversationReader } from '../producer/agent.js';
@@ -36,17 +39,6 @@ async function turnChunks(reader: ConversationReader, turn: StoredTurn, messageI
     more = page.hasMore && page.events.length > 0;
   }
   return chunks;
-}
-
-/**
- * Ends `messages` (in place) with `message`, as `useChat` sends it: a message already there
- * (the assistant message a continuation answers; a user message sent again to regenerate or
- * edit it) replaces itself and drops everything after it; a new one is appended.
- */
-export function placeMessage(messages: UIMessage[], message: UIMessage): void {
-  const at = messages.findIndex((other) => other.id === message.id && other.role === message.role);
-  if (at >= 0) messages.length = at;
-  messages.push(message);
 }
 
 /** The conversation before the turn `reader` belongs to: at most `limit` earlier turns, oldest first. */

@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid';
 import { continuedMessageId, IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
-import { submissionFingerprint } from './canonical-json.js';
+import { submissionFingerprint } from '../../protocol/canonical-json.js';
 import type { HandlerContext } from './handler-context.js';
 import { HttpError, jsonResponse } from './responses.js';
 import { readSubmitBody } from './submit-body.js';

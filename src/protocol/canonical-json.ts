@@ -1,9 +1,9 @@
-import { sha256Hex } from '../../protocol/integrity.js';
+import { sha256Hex } from './integrity.js';
 
 /**
  * JSON with object keys sorted at every depth, so two bodies that differ only in key
  * order or whitespace are the same request (the idempotency fingerprint must not
- * depend on how a client happened to serialise).
+ * depend on how a client happened to serialise). The client's outbox compares bodies by it too.
  */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
