@@ -1,5 +1,5 @@
 /**
- * zod schemas of every wire object in docs/protocol.md (version 1.1). The client validates
+ * zod schemas of every wire object in docs/protocol.md (version 1.2). The client validates
  * everything it receives with these; the reference server's tests validate everything
  * it produces with the same ones, so the two cannot drift apart.
  *
@@ -138,6 +138,16 @@ export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta'
 export const turnStatusSchema = z.enum(['pending', 'streaming', 'complete', 'failed', 'cancelled']);
 export type ServerTurnStatus = z.infer<typeof turnStatusSchema>;
 
+/** Whether the client has proven it holds the turn's whole answer (section 10, since 1.2). */
+export const deliveryStateSchema = z.enum(['pending', 'delivered', 'mismatch']);
+export type DeliveryState = z.infer<typeof deliveryStateSchema>;
+export const deliverySchema = z.object({
+  state: deliveryStateSchema,
+  /** ISO 8601 of the first receipt. */
+  at: z.optional(timestampSchema),
+});
+export type Delivery = z.infer<typeof deliverySchema>;
+
 export const turnObjectSchema = z.object({
   id: idSchema,
   ...origin,
@@ -147,6 +157,8 @@ export const turnObjectSchema = z.object({
   updatedAt: timestampSchema,
   /** The message content that started the turn (1.1); optional because a 1.0 server does not send it. */
   content: z.optional(messageContentSchema),
+  /** Delivery receipts (1.2); optional because a 1.1 server does not send it. */
+  delivery: z.optional(deliverySchema),
 });
 export type TurnObject = z.infer<typeof turnObjectSchema>;
 
@@ -163,6 +175,33 @@ export type ListAnswer = z.infer<typeof listAnswerSchema>;
 
 export const cancelAnswerSchema = z.object({ turn: turnObjectSchema });
 export type CancelAnswer = z.infer<typeof cancelAnswerSchema>;
+
+// ---------------------------------------------------------------- section 10: receipts
+
+/** `POST /turns/{id}/delivered`: the turn.end seq and the SHA-256 (hex) of the client's own copy of the text. */
+export const receiptBodySchema = z.object({
+  seq: seqSchema,
+  textSha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+});
+export type ReceiptBody = z.infer<typeof receiptBodySchema>;
+
+export const receiptAnswerSchema = z.object({ turn: turnObjectSchema });
+export type ReceiptAnswer = z.infer<typeof receiptAnswerSchema>;
+
+// ---------------------------------------------------------------- section 11: operator API
+
+/** The states an operator lists turns by. */
+export const operatorStateSchema = z.enum(['live', 'stuck', 'undelivered', 'mismatch', 'failed']);
+export type OperatorState = z.infer<typeof operatorStateSchema>;
+/** A turn object as the operator API shows it: with the principal it belongs to. */
+export const operatorTurnSchema = z.extend(turnObjectSchema, { principal: z.string() });
+export type OperatorTurn = z.infer<typeof operatorTurnSchema>;
+export const operatorListAnswerSchema = z.object({ turns: z.array(operatorTurnSchema) });
+export type OperatorListAnswer = z.infer<typeof operatorListAnswerSchema>;
+export const operatorShowAnswerSchema = z.object({ turn: operatorTurnSchema, events: z.array(z.unknown()), hasMore: z.boolean() });
+export type OperatorShowAnswer = z.infer<typeof operatorShowAnswerSchema>;
+export const operatorEndAnswerSchema = z.object({ turn: operatorTurnSchema });
+export type OperatorEndAnswer = z.infer<typeof operatorEndAnswerSchema>;
 
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string().check(z.regex(/^[a-z0-9_]+$/)), message: z.string() }),
@@ -193,4 +232,8 @@ export type ServerErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'bad_request'
+  | 'turn_not_ended'
+  | 'invalid_receipt'
+  | 'delivery_mismatch'
+  | 'invalid_query'
   | 'internal_error';

@@ -1,5 +1,7 @@
 import type { TurnProducer, ServerErrorReporter } from '../producer/producer.js';
 import type { TurnLog } from '../log/turn-log.js';
+import type { ServerMetrics } from '../metrics.js';
+import type { OperatorSettings } from './operator-access.js';
 
 /** What every route of the handler works with, resolved once from the options. */
 export interface HandlerContext {
@@ -11,4 +13,7 @@ export interface HandlerContext {
   maxBodyBytes: number;
   maxLiveTurns: number;
   report: ServerErrorReporter;
+  metrics: ServerMetrics;
+  /** The operator API's settings; `undefined` while it is off (every `/operator` route answers 404). */
+  operator: OperatorSettings | undefined;
 }

@@ -10,7 +10,9 @@ import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
+import { Redis } from 'ioredis';
 import { defineBoundsSuite } from './bounds-suite.js';
+import { defineDeliverySuite } from './delivery-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 
 let redis: RedisServer;
@@ -117,4 +119,20 @@ describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
     expect((await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status).toBe(200);
     await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(410);
   });
+});
+
+// Sections 10 and 11; the listing's work is counted in commands the Redis server processed.
+defineDeliverySuite('redis turn log', async ({ now }) => {
+  const log = redisLog({ now });
+  const admin = new Redis(redis.url);
+  const processed = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(await admin.info('stats'))?.[1]);
+  return {
+    log,
+    // INFO itself is one command: counted in every measurement alike.
+    work: processed,
+    cleanup: async () => {
+      admin.disconnect();
+      await log.close();
+    },
+  };
 });

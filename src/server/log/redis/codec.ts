@@ -24,6 +24,8 @@ export function toStoredTurn(hash: TurnHash): StoredTurn {
     content: hash['content'] === undefined ? '' : (JSON.parse(hash['content']) as MessageContent),
   };
   if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
+  const delivery = hash['delivery'];
+  turn.delivery = delivery === 'delivered' || delivery === 'mismatch' ? { state: delivery, ...(hash['deliveryAt'] === undefined ? {} : { at: hash['deliveryAt'] }) } : { state: 'pending' };
   return turn;
 }
 
