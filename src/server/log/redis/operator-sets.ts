@@ -6,8 +6,10 @@ const bound = (value: number): string => (value === Infinity ? '+inf' : value ==
 /**
  * The Redis {@link SortedSets} of the operator index: one sorted set per name, each in a
  * slot of its own (no hash tag), written one command per key so it works the same on
- * Redis Cluster. Every write gives its key the index TTL, so sets of principals and
- * conversations nobody uses any more go away on their own.
+ * Redis Cluster. A set of ended turns gets the retention period as its TTL at every add:
+ * every turn in it has expired by then, so sets nobody adds to any more go away on their
+ * own. A live set has none (a turn may stay live for longer); it only holds live turns,
+ * and Redis deletes it once it is empty.
  */
 export class RedisSortedSets implements SortedSets {
   readonly #ctx: RedisContext;
@@ -26,7 +28,7 @@ export class RedisSortedSets implements SortedSets {
       sets.map(async (name) => {
         const key = this.#key(name);
         await client.zadd(key, score, id);
-        await client.pexpire(key, this.#ctx.indexTtlMs);
+        if (!name.startsWith('live:')) await client.pexpire(key, this.#ctx.retentionMs);
       }),
     );
   }
