@@ -50,6 +50,7 @@ export type {
   Outbox,
   OutboxEntry,
   OutboxOptions,
+  ReceiptOptions,
   OutboxRecord,
   OutboxState,
 } from './types.js';
