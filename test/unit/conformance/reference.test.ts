@@ -11,6 +11,7 @@ import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { FAST, startConformanceServer } from './reference-server.js';
 
 const NEEDS_AGENT = [
+  's11.end',
   's2.agent-events',
   's2.failed-turn',
   's2.heartbeats',
