@@ -9,20 +9,19 @@ import { resolveRetryPolicy } from './core/backoff.js';
 import { createEmitter } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { assertId, type SubmitAnswer } from './protocol/schemas.js';
-import { createIndexedDbStore } from './storage/indexeddb-store.js';
 import { createMemoryStore } from './storage/memory-store.js';
 import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
 import { createOutbox, type OutboxController, type OutboxDeps } from './outbox/outbox.js';
 import { createOutboxView, createSubmissionTracker, isUnaccepted } from './outbox/views.js';
 import { createReceiptQueue, type ReceiptQueue } from './outbox/receipts.js';
 import { headersResolver } from './transport/http.js';
-import { createBrowserNetworkMonitor } from './transport/network.js';
+import { resolvePorts, type Ports } from './ports/index.js';
 import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
 import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Subscribable, Turn } from './types.js';
 import { createConversationView } from './client/conversation-view.js';
 import { createFollowerRegistry, type FollowerRegistry } from './client/followers.js';
-import { notificationScheduler } from './client/frames.js';
+import { createFrames, type Frames } from './client/frames.js';
 import { listenToPage } from './client/page-signals.js';
 
 /** What `createLifeline` returns: the public client plus the seams the outbox (and its tests) use. */
@@ -48,24 +47,33 @@ function assertOptions(options: LifelineOptions): void {
 }
 
 /** The persistence layer over the chosen store (a refused or missing IndexedDB degrades to memory, once, visibly). */
-function openPersistence({ storage = 'indexeddb', namespace = 'default', ...options }: LifelineOptions, emit: (diagnostic: Diagnostic) => void): Persistence {
-  const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? createIndexedDbStore({ namespace }) : storage;
+function openPersistence({ storage = 'indexeddb', namespace = 'default', ...options }: LifelineOptions, ports: Ports, emit: (diagnostic: Diagnostic) => void): Persistence {
+  const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? ports.storage.openStore(namespace) : storage;
   const [flushMs, flushEvents, retentionMs] = [options.flushMs ?? 16, options.flushEvents ?? 256, options.retentionMs ?? 7 * 24 * 3600_000];
-  return createPersistence({ store, flushMs, flushEvents, retentionMs, now: Date.now, emit });
+  return createPersistence({ store, flushMs, flushEvents, retentionMs, now: ports.clock.wallNow, emit, timers: ports.timers, persist: ports.storage.persist });
 }
 
 /** Everything followers (and `recover()`'s list) need, bar their change notice, from the options. */
-function followerDeps(options: LifelineOptions, emit: (diagnostic: Diagnostic) => void, persistence: Persistence): Omit<FollowerDeps, 'onChange'> {
+function followerDeps(options: LifelineOptions, ports: Ports, frames: Frames, emit: (diagnostic: Diagnostic) => void, persistence: Persistence): Omit<FollowerDeps, 'onChange'> {
   const { baseUrl, namespace = 'default', stall = {}, limits = {} } = options;
-  const fetch: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const { clock, timers, random, network, tabs, page } = ports;
+  const fetch = options.fetch ?? ports.http.fetch;
   const retry = resolveRetryPolicy(options.retry);
-  const network = createBrowserNetworkMonitor();
-  return { baseUrl, namespace, fetch, headers: headersResolver(options.headers), retry, stall, limits, now: Date.now, random: Math.random, network, emit, persistence, schedule: notificationScheduler };
+  return { baseUrl, namespace, fetch, headers: headersResolver(options.headers), retry, stall, limits, clock, timers, random: random.next, newId: random.id, tabs, page, network, emit, persistence, schedule: frames.schedule };
 }
 
 /** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
-function openOutbox(options: LifelineOptions, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
-  return createOutbox({ ...deps, ...options.outbox, storage: deps.persistence.outbox, onAccepted });
+function openOutbox(options: LifelineOptions, ports: Ports, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
+  const { tabs, storage } = ports;
+  return createOutbox({
+    ...deps,
+    ...options.outbox,
+    storage: deps.persistence.outbox,
+    locks: tabs.locks(),
+    channel: (name) => tabs.channel(name),
+    journal: storage.pageStorage() ?? null,
+    onAccepted,
+  });
 }
 
 /**
@@ -100,7 +108,7 @@ const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
  * followed and their conversations recovered from the server's list.
  */
-async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, now }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, receipts: ReceiptQueue, registry: FollowerRegistry, persist: boolean | undefined, signal: AbortSignal): Promise<void> {
+async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, clock }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, receipts: ReceiptQueue, registry: FollowerRegistry, persist: boolean | undefined, signal: AbortSignal): Promise<void> {
   const loaded = await persistence.open(persist);
   // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
   await outbox.start();
@@ -113,7 +121,7 @@ async function start(recover: (conversationId: string) => Promise<unknown>, { pe
     for (const { record } of restored) void registry.followers.get(record.id)?.start();
     for (const id of new Set(restored.map(({ record }) => record.conversationId))) {
       recover(id).catch((error: unknown) => {
-        if (!signal.aborted) emit({ type: 'failed', at: now(), scope: 'replay', id, error: asLifelineError(error) });
+        if (!signal.aborted) emit({ type: 'failed', at: clock.wallNow(), scope: 'replay', id, error: asLifelineError(error) });
       });
     }
   });
@@ -133,15 +141,17 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   // The diagnostics channel; the app's `onDiagnostic` is one more listener (a throw is reported, like any listener's).
   const diagnostics = createEmitter<Diagnostic>();
   if (options.onDiagnostic) diagnostics.subscribe(options.onDiagnostic);
-  const persistence = openPersistence(options, diagnostics.emit);
-  const deps = followerDeps(options, diagnostics.emit, persistence);
+  const ports = resolvePorts(options.ports);
+  const frames = createFrames(ports.page);
+  const persistence = openPersistence(options, ports, diagnostics.emit);
+  const deps = followerDeps(options, ports, frames, diagnostics.emit, persistence);
   /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners and cancels sleeps. */
   const life = new AbortController();
   const signal = life.signal;
   const assertUsable = (): void => signal.throwIfAborted();
   const registry = createFollowerRegistry(deps, () => client.ready, signal);
   const { followers, turns } = registry;
-  const outbox = openOutbox(options, deps, (entry, answer) => {
+  const outbox = openOutbox(options, ports, deps, (entry, answer) => {
     if (!signal.aborted) submissions.accept(entry.operationId, client.followAccepted(entry, answer));
   });
   const submissions = createSubmissionTracker(outbox);
@@ -206,6 +216,6 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     },
     outboxStorage: persistence.outbox,
   };
-  listenToPage(signal, { ...deps, followers });
+  listenToPage(signal, { ...deps, frames, followers });
   return client;
 }

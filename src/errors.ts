@@ -39,6 +39,8 @@ export type LifelineErrorCode =
   // lifecycle
   | 'cancelled'
   | 'disposed'
+  // a bug inside Lifeline (never the network's or the app's doing): the turn ends failed, visibly
+  | 'internal_error'
   // misuse of the API
   | 'invalid_argument';
 

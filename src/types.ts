@@ -7,6 +7,7 @@ import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
+import type { Ports } from './ports/index.js';
 import type { Store } from './storage/store.js';
 
 export type { MessagePart, TextPart } from './core/turn-reducer.js';
@@ -127,7 +128,7 @@ export interface LifelineOptions {
   baseUrl: string;
   /** Request headers (e.g. Authorization); a function is called again before every attempt. Never stored. Default: none. */
   headers?: HeadersInput;
-  /** Injectable fetch. Default `globalThis.fetch`. */
+  /** Injectable fetch. Default the http port's (`globalThis.fetch`). */
   fetch?: typeof fetch;
   /** Reconnect, replay and submit retry timing; each field's default is on {@link RetryOptions}. */
   retry?: RetryOptions;
@@ -153,6 +154,12 @@ export interface LifelineOptions {
   receipts?: ReceiptOptions;
   /** Receives every diagnostic (also available as `client.diagnostics`). Default: none. */
   onDiagnostic?: (diagnostic: Diagnostic) => void;
+  /**
+   * For tests and simulators: the platform the client talks to (clock, timers, http,
+   * storage, tabs, random, network, page; see src/ports/index.ts). Every port left out is
+   * the real one. Default: all real.
+   */
+  ports?: Partial<Ports>;
 }
 
 export interface OutboxOptions {

@@ -3,6 +3,8 @@
  * reloaded page resumes only what it has not shown yet. Kept in `localStorage` (shared by
  * the tabs of the origin, surviving reloads); in memory where there is none.
  */
+import { realStorage } from '../ports/storage.js';
+
 export interface DeliveredMarks {
   get(chatId: string): string | undefined;
   set(chatId: string, turnId: string): void;
@@ -10,14 +12,8 @@ export interface DeliveredMarks {
 
 export function createDeliveredMarks(prefix: string): DeliveredMarks {
   const memory = new Map<string, string>();
-  const storage = (): Storage | undefined => {
-    try {
-      return globalThis.localStorage ?? undefined;
-    } catch {
-      // Reading localStorage throws where the page may not use it (blocked cookies).
-      return undefined;
-    }
-  };
+  // Looked up on every use (SSR-safe); undefined where the page may not use it (blocked cookies).
+  const storage = realStorage.pageStorage;
   return {
     get(chatId) {
       try {

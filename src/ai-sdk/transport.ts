@@ -5,6 +5,7 @@
  * handed to `useChat` replay each turn from its first chunk.
  */
 import type { ChatTransport, UIMessage } from 'ai';
+import { realTimers, type TimerHandle } from '../ports/timers.js';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 import { createDeliveredMarks } from './delivered.js';
 import { conversationMessages, resumable } from './messages.js';
@@ -42,13 +43,13 @@ const isLive = (turn: TurnSnapshot): boolean => !['complete', 'failed', 'cancell
  */
 async function listedOrder(client: LifelineClient, chatId: string, timeoutMs: number, report: (error: unknown) => void): Promise<string[]> {
   let order: string[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   const listed = client.recover(chatId).then(
     (turns) => (order = turns.map((turn) => turn.id).reverse()),
     report,
   );
-  await Promise.race([listed, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-  clearTimeout(timer);
+  await Promise.race([listed, new Promise((resolve) => (timer = realTimers.set(() => resolve(undefined), timeoutMs)))]);
+  realTimers.clear(timer);
   return order;
 }
 

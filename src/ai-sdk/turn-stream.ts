@@ -62,7 +62,7 @@ export function turnStream(turn: Turn, { signal, onFinished }: TurnStreamOptions
         }
         if (event.seq > lastSeq) {
           lastSeq = event.seq;
-          if (event.type === 'delta') replayer.delta(event.text);
+          if (event.type === 'delta') replayer.delta(event);
           else if (event.type === 'part') replayer.part(event.part);
           else if (event.type === 'turn.end') {
             replayer.end(event);

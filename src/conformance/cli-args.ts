@@ -9,7 +9,7 @@ Checks a server against the Lifeline wire protocol 1.2 over HTTP.
 Example: lifeline-conformance http://127.0.0.1:8787/api
 
 Options:
-  --only s2,s3           run only these sections (s0–s5, s10, s11) or check ids (s2.seq-contiguous)
+  --only s2,s3           run only these sections (s0–s5, s9, s10, s11) or check ids (s2.seq-contiguous)
   --header 'Name: value' send this header on every request (repeatable)
   --operator-header 'Name: value'
                          the operator's credentials, for section 11 (repeatable; without it s11 is skipped)

@@ -37,8 +37,10 @@ export interface PausedTurn extends FollowedTurn {
 }
 
 export interface TurnFixtures {
-  /** Submits a message and expects `202` with a valid answer. */
-  submit(conversationId: string, content: unknown, key?: string): Promise<SubmittedTurn>;
+  /** Submits a message (with a `context`, since 1.2, when given) and expects `202` with a valid answer. */
+  submit(conversationId: string, content: unknown, key?: string, requestContext?: Record<string, unknown>): Promise<SubmittedTurn>;
+  /** Follows a submitted turn from 0 to its end. */
+  follow(turn: SubmittedTurn): Promise<FollowedTurn>;
   /** Submits `steps` as a conformance script and follows the turn to its end. */
   runScript(name: string, steps: ScriptStep[]): Promise<FollowedTurn>;
   /** The shape turn (shared). */
@@ -84,17 +86,18 @@ export function createTurnFixtures(context: BaseContext): TurnFixtures {
     return value;
   };
 
-  async function submit(conversationId: string, content: unknown, key = context.newKey()): Promise<SubmittedTurn> {
+  async function submit(conversationId: string, content: unknown, key = context.newKey(), requestContext?: Record<string, unknown>): Promise<SubmittedTurn> {
     const path = `/conversations/${conversationId}/messages`;
-    const answer = await postJson(context.http, path, { content }, { 'idempotency-key': key });
+    const body = requestContext === undefined ? { content } : { content, context: requestContext };
+    const answer = await postJson(context.http, path, body, { 'idempotency-key': key });
     if (answer.status !== 202) {
       const problem = answer.status >= 400 ? errorBodyProblem(answer) : undefined;
       throw new CheckFailure(`POST ${path} answered ${answer.status}, expected 202: ${clip(answer.text)}${problem ? ` (${problem})` : ''}`);
     }
-    const body = jsonOf(answer);
-    const problem = submitAnswerProblem(body, conversationId);
+    const accepted = jsonOf(answer);
+    const problem = submitAnswerProblem(accepted, conversationId);
     if (problem !== undefined) throw new CheckFailure(`POST ${path} answered 202 with a bad body: ${problem}`);
-    const { turnId, messageId } = body as { turnId: string; messageId: string };
+    const { turnId, messageId } = accepted as { turnId: string; messageId: string };
     return { turnId, messageId, conversationId, content, key, answer };
   }
 
@@ -136,5 +139,5 @@ export function createTurnFixtures(context: BaseContext): TurnFixtures {
       return { ...turn, stream, events: eventsOf(stream), heartbeatMs, pauseMs };
     });
 
-  return { submit, runScript, shape, requireAgent, pause, announcedHeartbeat };
+  return { submit, follow, runScript, shape, requireAgent, pause, announcedHeartbeat };
 }

@@ -22,7 +22,7 @@ export function selectChecks(only: readonly string[] | undefined): readonly Chec
   if (only === undefined || only.length === 0) return ALL_CHECKS;
   for (const wanted of only) {
     if (!ALL_CHECKS.some((check) => check.id === wanted || sectionOf(check.id) === wanted)) {
-      throw new LifelineError('invalid_argument', `--only ${JSON.stringify(wanted)} names no section (s0–s5, s10, s11) and no check id.`);
+      throw new LifelineError('invalid_argument', `--only ${JSON.stringify(wanted)} names no section (s0–s5, s9, s10, s11) and no check id.`);
     }
   }
   return ALL_CHECKS.filter((check) => only.includes(check.id) || only.includes(sectionOf(check.id)));

@@ -11,7 +11,12 @@ export type ScriptStep =
   | { action: { callId: string; name: string; status: 'started' | 'completed' | 'failed'; input?: unknown; output?: unknown; error?: unknown } }
   | { part: { type: string; [member: string]: unknown } }
   | { pauseMs: number }
-  | { fail: string };
+  | { fail: string }
+  /** Since 1.2: a part `{"type": "data-lifeline-context", "data": <the submission's context, or null>}`. */
+  | { echoContext: true };
+
+/** The part type an `echoContext` step produces. */
+export const CONTEXT_PART = 'data-lifeline-context';
 
 /** The content of a message that runs a conformance script. */
 export interface ScriptContent {
@@ -27,10 +32,11 @@ export function scriptContent(steps: ScriptStep[]): ScriptContent {
 }
 
 /** The events between `turn.start` and `turn.end` that `steps` produce, and the turn's end status. */
-export function expectedEvents(steps: readonly ScriptStep[]): { events: ExpectedEvent[]; endStatus: 'complete' | 'failed' } {
+export function expectedEvents(steps: readonly ScriptStep[], context?: Record<string, unknown>): { events: ExpectedEvent[]; endStatus: 'complete' | 'failed' } {
   const events: ExpectedEvent[] = [];
   for (const step of steps) {
-    if ('delta' in step) events.push({ type: 'delta', text: step.delta });
+    if ('echoContext' in step) events.push({ type: 'part', part: { type: CONTEXT_PART, data: context ?? null } });
+    else if ('delta' in step) events.push({ type: 'delta', text: step.delta });
     else if ('action' in step) events.push({ type: 'action', ...step.action });
     else if ('part' in step) events.push({ type: 'part', part: step.part });
     else if ('fail' in step) return { events, endStatus: 'failed' };

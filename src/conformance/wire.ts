@@ -1,5 +1,5 @@
 /**
- * The field rules of docs/protocol.md 1.1 for the objects a server sends, written out here
+ * The field rules of docs/protocol.md 1.2 for the objects a server sends, written out here
  * (not borrowed from the client's schemas) so the suite is an independent reading of
  * the page. Each validator answers the first problem found, or `undefined`.
  */
@@ -39,7 +39,10 @@ function typeProblem(event: Record<string, unknown>): string | undefined {
       if (!isTimestamp(event['createdAt'])) return `turn.start createdAt is not ISO 8601: ${JSON.stringify(event['createdAt'])}`;
       return undefined;
     case 'delta':
-      return typeof event['text'] === 'string' ? undefined : 'delta needs a string text';
+      if (typeof event['text'] !== 'string') return 'delta needs a string text';
+      if (event['partId'] !== undefined && typeof event['partId'] !== 'string') return 'delta partId (1.2) must be a string';
+      if (event['providerMetadata'] !== undefined && !isObject(event['providerMetadata'])) return 'delta providerMetadata (1.2) must be a JSON object';
+      return undefined;
     case 'action':
       if (!isName(event['callId'])) return 'action needs a callId of 1–128 characters';
       if (!isName(event['name'])) return 'action needs a name of 1–128 characters';
@@ -79,6 +82,7 @@ export function turnObjectProblem(value: unknown): string | undefined {
   if (!isCount(value['lastSeq'])) return `turn lastSeq ${JSON.stringify(value['lastSeq'])} is not an integer ≥ 0`;
   if (!isTimestamp(value['createdAt'])) return `turn createdAt is not ISO 8601: ${JSON.stringify(value['createdAt'])}`;
   if (!isTimestamp(value['updatedAt'])) return `turn updatedAt is not ISO 8601: ${JSON.stringify(value['updatedAt'])}`;
+  if (value['continues'] !== undefined && (typeof value['continues'] !== 'string' || !ID.test(value['continues']))) return `turn continues (1.2) is not an id: ${JSON.stringify(value['continues'])}`;
   return undefined;
 }
 

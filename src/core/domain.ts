@@ -4,7 +4,7 @@
  * above it; `storage/store.ts` and `types.ts` re-export them under their old names.
  */
 import type { LifelineError } from '../errors.js';
-import type { ActionEvent, MessageContent, PartObject } from '../protocol/schemas.js';
+import type { ActionEvent, JsonObject, MessageContent, PartObject } from '../protocol/schemas.js';
 
 /** Status of a turn as the client tracks it (wider than the server's). */
 export type TurnStatus =
@@ -38,14 +38,21 @@ export interface ActionState {
 }
 
 /**
- * One entry of a turn's message, in order: a `part` event's part, or (no `part`) the start
- * of an implicit text part, opened by a delta that found no text part open. `at` is the
- * turn's text length when the entry was applied: a text part's text runs from its `at` to
- * the next text part's.
+ * One entry of a turn's message, in order: a `part` event's part; or (no `part`, no `into`)
+ * the start of an implicit text part, opened by a delta that found no text part open; or
+ * (`into`) a run of deltas that goes back to the text part opened by entry `into` (a delta
+ * whose `partId` names an open part other than the one being filled: interleaved parts), or
+ * that carries `providerMetadata`. `at` is the turn's text length when the entry was
+ * applied: a run of text goes from the `at` of the entry that started it (a text part or an
+ * `into`) to the next such entry's, into that entry's text part.
  */
 export interface PartEntry {
   at: number;
   part?: PartObject;
+  /** Index of the entry that opened the text part this run of deltas goes to. */
+  into?: number;
+  /** The `providerMetadata` of the delta that started this run or implicit part (a text part keeps its last). */
+  providerMetadata?: JsonObject;
 }
 
 /** State of an outbox entry. */

@@ -4,7 +4,7 @@
  * {@link classifyEvent} says what an incoming event is (next in line, duplicate, gap, …)
  * and {@link applyEvent} applies it only when it is next in line.
  */
-import type { PartObject, TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
+import type { DeltaEvent, JsonObject, PartObject, TurnEndEvent, TurnEvent } from '../protocol/schemas.js';
 import type { ActionState, PartEntry } from './domain.js';
 
 /** Where a turn is, as far as its applied events tell. */
@@ -51,7 +51,10 @@ export interface TurnState {
   /** Shared message entries, in order; only the first `partCount` belong to this state. */
   readonly parts: readonly PartEntry[];
   readonly partCount: number;
-  /** Index of the text entry deltas go to; -1 when none is open (the next delta opens an implicit one). */
+  /**
+   * Index of the entry that opened the text part deltas go to (a delta naming no part, or
+   * the part being filled); -1 when none is open (the next such delta opens an implicit one).
+   */
   readonly openText: number;
 }
 
@@ -63,6 +66,8 @@ export interface TextPart {
   readonly start?: PartObject;
   /** The `text-end` part that closed it, once applied. */
   readonly end?: PartObject;
+  /** The `providerMetadata` of its last delta that carried one. */
+  readonly providerMetadata?: JsonObject;
 }
 
 /** One part of the assistant's message: text, or a `part` event's part exactly as sent. */
@@ -136,13 +141,18 @@ export function applyNext(state: TurnState, event: TurnEvent): TurnState {
   let { conversationId, messageId, createdAt, textLength, actions, end, chunks, chunkCount, parts, partCount, openText } = state;
   let phase: TurnPhase = 'streaming';
   if (event.type === 'delta') {
-    const { text } = event;
-    if (text) {
+    const { text, providerMetadata } = event;
+    const target = deltaTarget(state, event);
+    if (target < 0 && text) {
       // A delta with no text part open starts an implicit one (a plain-text turn is one text part).
-      if (openText < 0) {
-        parts = append(parts, partCount, { at: textLength });
-        openText = partCount++;
-      }
+      parts = append(parts, partCount, { at: textLength, ...(providerMetadata && { providerMetadata }) });
+      openText = partCount++;
+    } else if (target >= 0 && (target !== openText || providerMetadata)) {
+      // Back to another open part (interleaved parts), or metadata to keep: a run of its own.
+      parts = append(parts, partCount++, { at: textLength, into: target, ...(providerMetadata && { providerMetadata }) });
+      openText = target;
+    }
+    if (text) {
       // A fork (this state is not the newest of its chunks) starts its own chunks from its text.
       if (chunks.count !== chunkCount) chunks = { ...newChunks(turnText(state)), flatCount: chunkCount, count: chunkCount };
       chunks.tail.push(text);
@@ -170,6 +180,25 @@ export function applyNext(state: TurnState, event: TurnEvent): TurnState {
   }
   // One literal for every state: all share one hidden class, which keeps the per-event cost low.
   return { turnId: state.turnId, lastSeq: event.seq, phase, conversationId, messageId, createdAt, textLength, actions, end, chunks, chunkCount, parts, partCount, openText };
+}
+
+/**
+ * The entry of the text part `delta` goes to (docs/protocol.md §9): the open part its
+ * `partId` names; without a `partId`, the open text; else (a part not open) the open text
+ * when it is implicit. -1: a new implicit part. A switch between parts scans back to the
+ * part's `text-start` (or a run into it); the common case, the part being filled, is O(1).
+ */
+function deltaTarget({ parts, partCount, openText }: TurnState, { partId }: DeltaEvent): number {
+  const open = openText < 0 ? undefined : parts[openText]!.part;
+  if (partId === undefined || (open && open.id === partId)) return openText;
+  for (let i = partCount - 1; i >= 0; i--) {
+    const { part, into } = parts[i]!;
+    const named = into === undefined ? part : parts[into]!.part;
+    if (named?.id !== partId) continue;
+    if (named.type === 'text-start') return into ?? i;
+    if (named.type === 'text-end') break;
+  }
+  return open ? -1 : openText;
 }
 
 /**
@@ -207,19 +236,30 @@ export function turnParts(state: TurnState): MessagePart[] {
   const text = turnText(state);
   const result: MessagePart[] = [];
   const open = new Map<unknown, number>();
-  // The text part being filled: its index in `result` and where its text starts.
+  /** Entry index → index in `result`, for the entries that open a text part. */
+  const placed = new Map<number, number>();
+  // The text part being filled: its index in `result` and where its run of text starts.
   let current = -1;
   let from = 0;
   const close = (to: number): void => {
-    if (current >= 0) result[current] = { ...(result[current] as TextPart), text: text.slice(from, to) };
+    if (current >= 0 && to > from) {
+      const part = result[current] as TextPart;
+      result[current] = { ...part, text: part.text + text.slice(from, to) };
+    }
   };
   for (let i = 0; i < state.partCount; i++) {
-    const { at, part } = state.parts[i]!;
-    if (!part || part.type === 'text-start') {
+    const { at, part, into, providerMetadata } = state.parts[i]!;
+    if (into !== undefined) {
+      close(at);
+      current = placed.get(into) ?? -1;
+      from = at;
+      if (providerMetadata && current >= 0) result[current] = { ...(result[current] as TextPart), providerMetadata };
+    } else if (!part || part.type === 'text-start') {
       close(at);
       current = result.length;
       from = at;
-      result.push(part ? { type: 'text', text: '', start: part } : { type: 'text', text: '' });
+      placed.set(i, current);
+      result.push(part ? { type: 'text', text: '', start: part } : { type: 'text', text: '', ...(providerMetadata && { providerMetadata }) });
       if (part) open.set(part.id, current);
     } else {
       const index = part.type === 'text-end' ? open.get(part.id) : undefined;

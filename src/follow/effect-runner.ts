@@ -5,12 +5,14 @@
  * timer or request outlives the state that asked for it.
  */
 import type { RequestSlot, TimerName } from '../core/follow-types.js';
+import type { Clock } from '../ports/clock.js';
+import type { TimerHandle, Timers } from '../ports/timers.js';
 
 export interface EffectRunner {
   /** Sets `name` to fire `onFire` in `ms`, replacing any earlier deadline of that name. */
   arm(name: TimerName, ms: number, onFire: () => void): void;
   clear(name: TimerName): void;
-  /** When `name` was last armed (epoch ms). */
+  /** When `name` was last armed (monotonic ms). */
   armedAt(name: TimerName): number;
   /** A fresh request in `slot` (the previous one is aborted). */
   begin(slot: RequestSlot): AbortController;
@@ -21,23 +23,23 @@ export interface EffectRunner {
   clearAll(): void;
 }
 
-export function createEffectRunner(now: () => number): EffectRunner {
-  const timers = new Map<TimerName, { handle: ReturnType<typeof setTimeout>; at: number }>();
+export function createEffectRunner(clock: Clock, platform: Timers): EffectRunner {
+  const timers = new Map<TimerName, { handle: TimerHandle; at: number }>();
   const requests = new Map<RequestSlot, AbortController>();
   const runner: EffectRunner = {
     arm(name, ms, onFire) {
       runner.clear(name);
-      const handle = setTimeout(() => {
+      const handle = platform.set(() => {
         timers.delete(name);
         onFire();
       }, ms);
-      timers.set(name, { handle, at: now() });
+      timers.set(name, { handle, at: clock.now() });
     },
     clear(name) {
-      clearTimeout(timers.get(name)?.handle);
+      platform.clear(timers.get(name)?.handle);
       timers.delete(name);
     },
-    armedAt: (name) => timers.get(name)?.at ?? now(),
+    armedAt: (name) => timers.get(name)?.at ?? clock.now(),
     begin(slot) {
       runner.abort(slot);
       const controller = new AbortController();

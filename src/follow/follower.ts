@@ -10,7 +10,7 @@ import { transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
-import { asLifelineError, ProtocolError } from '../errors.js';
+import { LifelineError, ProtocolError } from '../errors.js';
 import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
 import { requestJson } from '../transport/http.js';
@@ -53,8 +53,10 @@ class Follower implements TurnFollower {
   #resolveCompleted!: (snapshot: EndedTurnSnapshot) => void;
   /** Resolved when the running replay is over or the turn settled. */
   #waiters: (() => void)[] = [];
-  /** When the request in flight (or the relay) last made a sound: an event or a heartbeat. */
+  /** When the request in flight (or the relay) last made a sound: an event or a heartbeat (monotonic ms). */
   #heard = 0;
+  /** Wall minus monotonic time at the last transition: shows the machine's monotonic `nextRetryAt` as epoch ms. */
+  #wallOffset = 0;
 
   constructor(id: string, deps: FollowerDeps) {
     this.id = id;
@@ -65,7 +67,7 @@ class Follower implements TurnFollower {
     this.#report = new TurnReport({
       id,
       emit: deps.emit,
-      now: deps.now,
+      now: deps.clock.wallNow,
       lastSeq: () => this.#intake.turn.lastSeq,
       burst: () => this.#intake.count,
       changed: () => this.#changed(),
@@ -83,10 +85,10 @@ class Follower implements TurnFollower {
         if (from !== 'relay') this.#share?.relay(raw ?? event);
       },
       changed: () => this.#changed(),
-      heard: () => (this.#heard = deps.now()),
+      heard: () => (this.#heard = deps.clock.now()),
     });
-    this.#createdAt = deps.now();
-    this.#runner = createEffectRunner(deps.now);
+    this.#createdAt = deps.clock.wallNow();
+    this.#runner = createEffectRunner(deps.clock, deps.timers);
     this.#requests = {
       id,
       path: this.#path,
@@ -95,7 +97,8 @@ class Follower implements TurnFollower {
       intake: this.#intake,
       share: () => this.#share,
       dispatch: (input) => this.#dispatch(input),
-      heard: () => (this.#heard = deps.now()),
+      heard: () => (this.#heard = deps.clock.now()),
+      guarded: (apply) => this.#guarded(apply),
     };
     this.#batcher = createBatcher(() => {
       this.#listeners.emit();
@@ -121,7 +124,7 @@ class Follower implements TurnFollower {
     return this.#createdAt;
   }
   getSnapshot = (): TurnSnapshot =>
-    (this.#snapshot ??= buildSnapshot(this.id, this.#intake.turn, this.#machine, this.#origin, this.#report.recovered, this.#report.stall));
+    (this.#snapshot ??= buildSnapshot(this.id, this.#intake.turn, this.#machine, this.#origin, this.#report.recovered, this.#report.stall, this.#wallOffset));
 
   [Symbol.asyncIterator](): AsyncIterator<TurnEvent> {
     return this.#consumers.iterate();
@@ -216,23 +219,25 @@ class Follower implements TurnFollower {
     try {
       for (let next; (next = this.#inbox.shift()); ) {
         const before = this.#machine;
-        // One clock reading per transition: a retry's `at` plus its delay is exactly `nextRetryAt`.
-        const at = this.#deps.now();
+        // One reading of each clock per transition: the machine decides on monotonic time; a
+        // retry's `at` (wall) plus its delay is the `nextRetryAt` the snapshot shows.
+        const at = this.#deps.clock.now();
+        const wall = this.#deps.clock.wallNow();
+        this.#wallOffset = wall - at;
         const step = transition(before, next, { now: at, random: this.#deps.random(), config: this.#config });
         this.#machine = step.state;
         if (visiblyChanged(before, step.state)) this.#changed();
-        for (const effect of step.effects) this.#run(effect, at);
+        for (const effect of step.effects) this.#run(effect, wall);
       }
     } catch (bug) {
-      // A bug, not a network condition: fail visibly rather than spin.
-      this.#inbox.length = 0;
-      this.#report.say({ type: 'failed', scope: 'stream', error: asLifelineError(bug) }, this.#deps.now());
+      this.#crash(bug);
     } finally {
       this.#dispatching = false;
     }
   }
 
-  #run(effect: FollowEffect, at: number): void {
+  /** `wall`: the transition's epoch ms, for what it says. */
+  #run(effect: FollowEffect, wall: number): void {
     switch (effect.kind) {
       case 'open-stream':
         return openStream(this.#requests, this.#machine.backoff.attempt);
@@ -241,12 +246,12 @@ class Follower implements TurnFollower {
       case 'abort':
         return this.#runner.abort(effect.slot);
       case 'arm':
-        if (effect.fresh && effect.timer === 'stall') this.#heard = this.#deps.now();
+        if (effect.fresh && effect.timer === 'stall') this.#heard = this.#deps.clock.now();
         return this.#runner.arm(effect.timer, effect.ms, () => this.#fire(effect.timer));
       case 'clear':
         return this.#runner.clear(effect.timer);
       case 'say':
-        return this.#report.say(effect.notice, at);
+        return this.#report.say(effect.notice, wall);
       case 'leave':
         this.#share?.leave();
         this.#share = undefined;
@@ -272,9 +277,39 @@ class Follower implements TurnFollower {
     }
   }
 
+  /**
+   * A throw inside this follower's own handling: a bug, not a network condition (issue 23,
+   * H2). The turn ends `failed` (`internal_error`) at once, visibly: every request and timer
+   * stopped, the tab group left, `completed` settled. Not through the machine, which may be
+   * what threw.
+   */
+  #crash(bug: unknown): void {
+    this.#inbox.length = 0;
+    const error = new LifelineError('internal_error', 'Lifeline failed while handling this turn.', { cause: bug });
+    this.#runner.clearAll();
+    this.#share?.leave();
+    this.#share = undefined;
+    this.#machine = { ...this.#machine, phase: 'done', status: 'failed', error, revivable: false, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined };
+    this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
+    this.#release();
+    this.#consumers.endIterators();
+    this.#changed();
+    const final = this.getSnapshot();
+    if (isEndedSnapshot(final)) this.#resolveCompleted(final);
+  }
+
+  #guarded<T>(apply: () => T): T | undefined {
+    try {
+      return apply();
+    } catch (bug) {
+      this.#crash(bug);
+      return undefined;
+    }
+  }
+
   #fire(timer: TimerName): void {
     const since = timer === 'stall' ? this.#heard : this.#runner.armedAt(timer);
-    this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.now() - since });
+    this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.clock.now() - since });
   }
 
   #unsettle(): void {
@@ -300,13 +335,14 @@ class Follower implements TurnFollower {
     this.#share?.leave();
     this.#intake.joined();
     this.#share = joinTurnShare(
+      this.#deps.tabs,
       `lifeline-turn:${this.#deps.namespace}:${this.id}`,
       {
         onLead: (shared) => {
           if (shared) this.#report.tell('shared', { role: 'leader' });
           this.#dispatch({ kind: 'role', role: 'leader' });
         },
-        onBatch: (lastSeq, batch) => this.#intake.takeRelayed(lastSeq, batch),
+        onBatch: (lastSeq, batch) => this.#guarded(() => this.#intake.takeRelayed(lastSeq, batch)),
         onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
       },
       () => this.#intake.turn.lastSeq,

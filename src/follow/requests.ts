@@ -26,6 +26,8 @@ export interface RequestHost {
   dispatch(input: FollowInput): void;
   /** Stamps the time the request in flight last made a sound (the stall watchdog reads it). */
   heard(): void;
+  /** Runs `apply` (the hot path); a throw there is a bug: the turn ends failed (follower.ts `#crash`). */
+  guarded<T>(apply: () => T): T | undefined;
 }
 
 /** One stream attempt from the last applied seq (the only cursor trusted). */
@@ -35,7 +37,7 @@ export function openStream(host: RequestHost, attempt: number): void {
   const lastEventId = intake.turn.lastSeq;
   intake.beginAttempt();
   const { limits } = deps;
-  deps.emit({ type: 'connect', at: deps.now(), turnId: id, attempt, lastEventId });
+  deps.emit({ type: 'connect', at: deps.clock.wallNow(), turnId: id, attempt, lastEventId });
   void runStreamAttempt({
     ...deps,
     path: host.path,
@@ -47,7 +49,7 @@ export function openStream(host: RequestHost, attempt: number): void {
       host.heard();
       // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
       if (data === undefined) return host.share()?.relay();
-      return intake.take(decodeEvent(data, limits, id), 'stream', data);
+      return host.guarded(() => intake.take(decodeEvent(data, limits, id), 'stream', data));
     },
   }).then((end) => {
     if (!runner.current('main', controller)) return;
@@ -68,7 +70,7 @@ export function fetchPage(host: RequestHost, slot: RequestSlot): void {
     turnId: host.id,
     lastSeq: () => intake.turn.lastSeq,
     maxEventSize: deps.limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE,
-    take: (decoded) => intake.take(decoded, 'replay'),
+    take: (decoded) => host.guarded(() => intake.take(decoded, 'replay')),
     ended: () => intake.turn.phase === 'ended',
   }).then((result) => {
     if (!runner.current(slot, controller)) return;
@@ -82,7 +84,7 @@ export function verifyTurn(host: RequestHost): void {
   const end = intake.turn.end!;
   const text = turnText(intake.turn);
   void verifyText(text, end).then(({ matches, unchecked }) => {
-    if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.now(), turnId: host.id });
+    if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.clock.wallNow(), turnId: host.id });
     host.dispatch({ kind: 'verified', matches, status: end.status, expectedLength: end.textLength, actualLength: text.length });
   });
 }

@@ -20,7 +20,10 @@ export function buildSnapshot(
   origin: TurnOrigin,
   recovered: RecoveryInfo | undefined,
   stall: StallInfo | undefined,
+  /** Wall minus monotonic ms: the machine schedules on monotonic time, the snapshot shows epoch ms. */
+  wallOffset: number,
 ): TurnSnapshot {
+  const { nextRetryAt } = machine;
   return frozen<TurnSnapshot>({
     id,
     conversationId: turn.conversationId ?? origin.conversationId,
@@ -32,7 +35,7 @@ export function buildSnapshot(
     lastSeq: turn.lastSeq,
     error: machine.error,
     endError: turn.end?.error,
-    connection: frozen<ConnectionInfo>({ state: machine.connection, attempt: machine.backoff.attempt, nextRetryAt: machine.nextRetryAt }),
+    connection: frozen<ConnectionInfo>({ state: machine.connection, attempt: machine.backoff.attempt, nextRetryAt: nextRetryAt === undefined ? undefined : Math.round(nextRetryAt + wallOffset) }),
     recovered,
     stall,
   });

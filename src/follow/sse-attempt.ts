@@ -6,6 +6,8 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
+import type { Clock } from '../ports/clock.js';
+import type { Page } from '../ports/page.js';
 import { endpoint, failureFromResponse } from '../transport/http.js';
 import { limitBody, type StreamLimits } from '../transport/sse-connection.js';
 
@@ -20,7 +22,8 @@ export interface StreamAttempt {
   lastEventId: number;
   limits: StreamLimits;
   signal: AbortSignal;
-  now: () => number;
+  clock: Clock;
+  page: Page;
   /** `200 text/event-stream`: the announced heartbeat (docs/protocol.md section 2), when valid. */
   onOpen(heartbeatMs: number | undefined): void;
   /**
@@ -52,7 +55,7 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
   let end: StreamEnd | undefined;
   const failed = (failure: Failure, closed = false): StreamEnd => (end ??= { kind: 'failed', failure, closed });
   // fetch-event-source 2.0.1 calls `window` and `document` (docs/faults.md); without them its promise never settles.
-  if (typeof document === 'undefined') return failed({ error: new LifelineError('invalid_argument', 'Following needs a browser.'), disposition: 'fatal' });
+  if (!attempt.page.isBrowser()) return failed({ error: new LifelineError('invalid_argument', 'Following needs a browser.'), disposition: 'fatal' });
   try {
     // Headers compare case-insensitively: the app's own accept and last-event-id give way to ours.
     const headers = new Headers(await attempt.headers());
@@ -73,7 +76,7 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
         }
         if (code === 204) end = { kind: 'no-content' };
         else if (code === 200) failed({ error: new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }), disposition: 'retry' });
-        else failed(await failureFromResponse(response, attempt.now()));
+        else failed(await failureFromResponse(response, attempt.clock.wallNow()));
         throw STOP;
       },
       onmessage: (message) => {

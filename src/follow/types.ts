@@ -2,7 +2,11 @@
 import type { RetryPolicy } from '../core/backoff.js';
 import type { Persistence } from '../storage/persistence.js';
 import type { LoadedTurn } from '../storage/store.js';
-import type { NetworkMonitor } from '../transport/network.js';
+import type { Clock } from '../ports/clock.js';
+import type { NetworkMonitor } from '../ports/network.js';
+import type { Page } from '../ports/page.js';
+import type { Tabs } from '../ports/tabs.js';
+import type { Timers } from '../ports/timers.js';
 import type { Diagnostic, LimitOptions, StallOptions, Turn } from '../types.js';
 
 /** Everything a follower needs from its client. */
@@ -17,8 +21,15 @@ export interface FollowerDeps {
   /** The app's options as given: the follower applies their defaults. */
   stall: StallOptions;
   limits: LimitOptions;
-  now: () => number;
+  /** `now()` for every duration and schedule, `wallNow()` for what is stored or shown. */
+  clock: Clock;
+  timers: Timers;
+  /** Uniform in [0, 1): jitter. */
   random: () => number;
+  /** Mints ids (operation ids, lease owners). */
+  newId: () => string;
+  tabs: Tabs;
+  page: Page;
   network: NetworkMonitor;
   emit: (diagnostic: Diagnostic) => void;
   persistence: Persistence;

@@ -6,9 +6,11 @@
 import { retryDelay, type RetryPolicy } from '../core/backoff.js';
 import type { LifelineError } from '../errors.js';
 import type { OutboxRecord } from '../storage/store.js';
+import type { Timers } from '../ports/timers.js';
 import type { HttpContext } from '../transport/http.js';
 import { accepted, expiredError, failed, requeued, sending } from './entry-state.js';
 import type { Ledger } from './ledger.js';
+import type { Schedule } from './schedule.js';
 import { submit } from './submit.js';
 import type { Emit } from './types.js';
 
@@ -21,6 +23,9 @@ export interface AttemptContext extends HttpContext {
   timeoutMs: number;
   maxAgeMs: number;
   random: () => number;
+  timers: Timers;
+  /** The entries' due times and age limits on the monotonic clock. */
+  schedule: Schedule;
   emit: Emit;
 }
 
@@ -41,10 +46,11 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     await ledger.save(current);
     if (abort.signal.aborted) return;
     emit({ type: 'submit', operationId, conversationId: entry.conversationId, attempt: current.attempts });
-    const result = await submit(context, current, abort.signal, context.timeoutMs);
+    const result = await submit(context, current, abort.signal, context.timeoutMs, context.timers);
     // Discarded, cleared or disposed meanwhile.
     if (abort.signal.aborted) return;
-    const time = context.now();
+    // Stored as information (wall); the retry's wait and the age limit are monotonic (schedule.ts).
+    const time = context.clock.wallNow();
     if (result.ok) {
       emit({ type: 'accepted', operationId, turnId: result.answer.turnId, replayed: result.replayed });
       void ledger.save(accepted(current, result.answer, time));
@@ -54,7 +60,7 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
     const retry = disposition === 'retry';
     const delayMs = retryDelay(context.retry, current.attempts, context.random(), retryAfterMs);
     // No retry is scheduled past the entry's age limit: it fails now instead.
-    if (retry && time + delayMs < current.createdAt + context.maxAgeMs) {
+    if (retry && context.clock.now() + delayMs < context.schedule.deadline(current)) {
       emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });
       void ledger.save(requeued(current, error, time + delayMs));
     } else fail(context, current, retry ? expiredError(current, error) : error);

@@ -68,13 +68,17 @@ export interface SendPlan {
   expired: OutboxRecord[];
   /** Conversation heads to post now. */
   due: OutboxRecord[];
-  /** When something is next due (a backoff or an age limit), epoch ms; `Infinity`: nothing. */
+  /** When something is next due (a backoff or an age limit), monotonic ms; `Infinity`: nothing. */
   wakeAt: number;
 }
 
 export interface PlanContext {
+  /** Monotonic ms, like the two below. */
   time: number;
-  maxAgeMs: number;
+  /** When the entry is next due (outbox/schedule.ts). */
+  dueAt(entry: OutboxRecord): number;
+  /** When the entry passes its age limit. */
+  deadline(entry: OutboxRecord): number;
   /** Entries with a request in flight in this tab. */
   busy: (operationId: string) => boolean;
   online: boolean;
@@ -83,12 +87,12 @@ export interface PlanContext {
 }
 
 /** Which entries fail, which heads are posted now, and when to look again. */
-export function planSends(list: readonly OutboxRecord[], { time, maxAgeMs, busy, online, hurry }: PlanContext): SendPlan {
+export function planSends(list: readonly OutboxRecord[], { time, dueAt, deadline: deadlineOf, busy, online, hurry }: PlanContext): SendPlan {
   const plan: SendPlan = { expired: [], due: [], wakeAt: Infinity };
   const heads = new Set<string>();
   for (const entry of list) {
     if (!isPending(entry)) continue;
-    const deadline = entry.createdAt + maxAgeMs;
+    const deadline = deadlineOf(entry);
     const free = !busy(entry.operationId);
     // Checked for every pending entry, head or not, so a stuck queue fails visibly.
     if (free && time >= deadline) {
@@ -100,7 +104,8 @@ export function planSends(list: readonly OutboxRecord[], { time, maxAgeMs, busy,
     if (heads.has(entry.conversationId)) continue;
     heads.add(entry.conversationId);
     if (!free || !online) continue;
-    if (entry.nextAttemptAt > time && !hurry) plan.wakeAt = Math.min(plan.wakeAt, entry.nextAttemptAt);
+    const due = dueAt(entry);
+    if (due > time && !hurry) plan.wakeAt = Math.min(plan.wakeAt, due);
     else plan.due.push(entry);
   }
   return plan;

@@ -8,11 +8,12 @@
  * IndexedDB alone to keep the entry, as before there was a journal.
  */
 import { StorageError } from '../errors.js';
+import type { KeyValueStorage } from '../ports/storage.js';
 import { outboxRecordSchema } from '../storage/records.js';
 import type { OutboxRecord } from '../storage/store.js';
 
 /** The part of `Storage` the journal uses. */
-export type JournalStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'>;
+export type JournalStorage = KeyValueStorage;
 
 export interface Journal {
   /** Writes a copy of a new entry, synchronously. */
@@ -27,15 +28,6 @@ export interface Journal {
    * nothing either); a corrupt one is reported and removed.
    */
   adopt(put: (entry: OutboxRecord) => Promise<StorageError | void>, report: (error: StorageError) => void): Promise<void>;
-}
-
-/** `localStorage`, where the page may use it (reading it throws where cookies are blocked). */
-export function pageStorage(): Storage | undefined {
-  try {
-    return globalThis.localStorage ?? undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** A journal of the entries named `<prefix>:<operationId>` in `storage`; none at all without one. */

@@ -16,6 +16,7 @@
  */
 import type { LifelineError, StorageError } from '../errors.js';
 import type { SubmitAnswer } from '../protocol/schemas.js';
+import type { Timers } from '../ports/timers.js';
 import type { OutboxRecord } from '../storage/store.js';
 import { progress } from './entry-state.js';
 import type { Journal } from './journal.js';
@@ -27,6 +28,7 @@ export interface LedgerDeps extends Pick<OutboxDeps, 'onAccepted'> {
   /** Requests this tab has in flight, by operation id: aborted when their entry is forgotten. */
   busy: ReadonlyMap<string, AbortController>;
   acceptedRetentionMs: number;
+  timers: Timers;
   /** Tells the other tabs of a landed write: `null` "re-read storage", an operation id "deleted". */
   notify: (notice: string | null) => void;
   /** Reports a storage failure and answers it as a {@link StorageError}. */
@@ -60,7 +62,7 @@ export interface Ledger {
  * Hands each acceptance to `onAccepted` once; `remove`s the entry `acceptedRetentionMs`
  * after that settled (kept in storage when it rejects: the next page's start() offers it again).
  */
-function acceptanceHandOff({ onAccepted, acceptedRetentionMs }: LedgerDeps, remove: (operationId: string) => void): (entry: OutboxRecord) => void {
+function acceptanceHandOff({ onAccepted, acceptedRetentionMs, timers }: LedgerDeps, remove: (operationId: string) => void): (entry: OutboxRecord) => void {
   const offered = new Set<string>();
   return (entry) => {
     const { operationId, conversationId, turnId, messageId } = entry;
@@ -69,7 +71,7 @@ function acceptanceHandOff({ onAccepted, acceptedRetentionMs }: LedgerDeps, remo
     const answer: SubmitAnswer = { turnId, messageId, conversationId, status: 'pending' };
     void Promise.resolve()
       .then(() => onAccepted(entry, answer))
-      .then(() => setTimeout(() => remove(operationId), acceptedRetentionMs), () => undefined);
+      .then(() => timers.set(() => remove(operationId), acceptedRetentionMs), () => undefined);
   };
 }
 

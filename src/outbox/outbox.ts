@@ -13,34 +13,37 @@
  * re-arms it as if just created (createdAt = now, attempts = 0): `maxAgeMs` counts from
  * there. Its operation id and position are kept.
  */
-import { nanoid } from 'nanoid';
 import { createEmitter } from '../core/subscribable.js';
 import { asStorageError, type StorageError } from '../errors.js';
 import type { Diagnostic } from '../types.js';
 import { isPending, newEntry, rearmed } from './entry-state.js';
-import { createJournal, pageStorage } from './journal.js';
+import { realStorage } from '../ports/storage.js';
+import { realTabs } from '../ports/tabs.js';
+import { createJournal } from './journal.js';
 import { createLedger } from './ledger.js';
+import { createSchedule } from './schedule.js';
 import { createSender, type SenderDeps } from './sender.js';
 import { checkedContent } from './submit.js';
 import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
 
 export type { Enqueued, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
-export type { NetworkMonitor } from '../transport/network.js';
+export type { NetworkMonitor } from '../ports/network.js';
 
 /** The channel other tabs' notices arrive on: `new BroadcastChannel(name)` by default, where there is one. */
 function openChannel(factory: OutboxDeps['channel'], name: string): OutboxChannel | undefined {
-  if (factory !== undefined) return factory?.(name);
-  return typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : undefined;
+  return factory === undefined ? realTabs.channel(name) : (factory?.(name) ?? undefined);
 }
 
 /** How the sending tab leads, posts and retries: the client's plumbing and the outbox's settings with their defaults. */
 function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, signal: AbortSignal): Omit<SenderDeps, 'ledger' | 'busy' | 'emit' | 'name' | 'online'> {
-  const { storage, leaseTtlMs = 1e4, now } = deps;
+  const { storage, leaseTtlMs = 1e4, clock, newId, retry } = deps;
+  const maxAgeMs = deps.maxAgeMs ?? 864e5;
   return {
     ...deps,
     timeoutMs: deps.timeoutMs ?? 15e3,
-    maxAgeMs: deps.maxAgeMs ?? 864e5,
-    leadership: { signal, locks: deps.locks, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, now } },
+    maxAgeMs,
+    schedule: createSchedule({ clock, maxAgeMs, maxDelayMs: Math.max(retry.maxDelayMs, retry.maxRetryAfterMs) }),
+    leadership: { signal, locks: deps.locks, timers: deps.timers, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, clock, newId } },
   };
 }
 
@@ -49,7 +52,8 @@ function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, sig
  * or the first {@link OutboxController.enqueue}.
  */
 export function createOutbox(deps: OutboxDeps): OutboxController {
-  const { storage, now, network } = deps;
+  const { storage, clock, network } = deps;
+  const now = (): number => clock.wallNow();
   const name = `lifeline-outbox:${deps.namespace}`;
   /** Pending entries older than this outbox were left by earlier pages. */
   const born = now();
@@ -57,7 +61,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   const stop = new AbortController();
   const listeners = createEmitter<void>();
   const busy = new Map<string, AbortController>();
-  const journal = createJournal(deps.journal === undefined ? pageStorage() : (deps.journal ?? undefined), name);
+  const journal = createJournal(deps.journal === undefined ? realStorage.pageStorage() : (deps.journal ?? undefined), name);
   const channel = openChannel(deps.channel, name);
   const emit: Emit = (diagnostic) => deps.emit({ ...diagnostic, at: now() } as Diagnostic);
   const trouble = (error: unknown): StorageError => {
@@ -72,6 +76,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     trouble,
     onAccepted: deps.onAccepted,
     acceptedRetentionMs: deps.acceptedRetentionMs ?? 1e4,
+    timers: deps.timers,
     notify: (notice) => channel?.postMessage(notice),
     changed: () => (listeners.emit(), sender.poke()),
   });
@@ -83,7 +88,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
   return {
     entries: { getSnapshot: ledger.list, subscribe: listeners.subscribe },
     enqueue(conversationId, content) {
-      const entry = newEntry(nanoid(), conversationId, checkedContent(conversationId, content), now(), ledger.list());
+      const entry = newEntry(deps.newId(), conversationId, checkedContent(conversationId, content), now(), ledger.list());
       // Synchronous: durable before `send()` returns, whatever happens to the page next.
       journal.write(entry);
       // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.

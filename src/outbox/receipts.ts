@@ -21,9 +21,10 @@ import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import { sha256Hex } from '../protocol/integrity.js';
 import { sleep } from '../runtime/sleep.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
-import type { NetworkMonitor } from '../transport/network.js';
+import type { NetworkMonitor } from '../ports/network.js';
+import { realStorage, type KeyValueStorage } from '../ports/storage.js';
+import type { Timers } from '../ports/timers.js';
 import type { Diagnostic } from '../types.js';
-import { pageStorage, type JournalStorage } from './journal.js';
 
 /** One receipt waiting to land, as stored (key `lifeline-receipt:<namespace>:<turnId>`). */
 export interface ReceiptRecord {
@@ -43,7 +44,8 @@ export interface ReceiptDeps extends HttpContext {
   /** A verified turn the server says differs: rebuild it from a full replay. */
   onMismatch: (turnId: string) => void;
   /** Default `localStorage` when the page may use it; `null`: receipts live in memory only. */
-  storage?: JournalStorage | null;
+  storage?: KeyValueStorage | null;
+  timers?: Timers;
   /** Per-request timeout, ms. Default 15 000. */
   timeoutMs?: number;
   /** A receipt not landed this long after it was written is dropped, ms. Default 24 h (the reference retention). */
@@ -103,7 +105,7 @@ async function post(deps: ReceiptDeps, record: ReceiptRecord, signal: AbortSigna
       await response.body?.cancel().catch(() => undefined);
       return { kind: 'landed' };
     }
-    const failure = await failureFromResponse(response, deps.now(), 'read');
+    const failure = await failureFromResponse(response, deps.clock.wallNow(), 'read');
     const code = failure.error.serverCode;
     if (response.status === 409 && code === 'delivery_mismatch') return { kind: 'mismatch' };
     // A 1.1 server has no such route (its 404 names no turn).
@@ -115,7 +117,9 @@ async function post(deps: ReceiptDeps, record: ReceiptRecord, signal: AbortSigna
 }
 
 export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
-  const storage = deps.storage === undefined ? pageStorage() : (deps.storage ?? undefined);
+  // Wall time: a receipt's age counts across reloads, like an outbox entry's.
+  const now = (): number => deps.clock.wallNow();
+  const storage = deps.storage === undefined ? realStorage.pageStorage() : (deps.storage ?? undefined);
   const name = (turnId: string): string => `${PREFIX}${deps.namespace}:${turnId}`;
   const memory = new Map<string, ReceiptRecord>();
   const sending = new Set<string>();
@@ -123,7 +127,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
   const stop = new AbortController();
   let unsupported = false;
   const emit = (turnId: string, outcome: Extract<Diagnostic, { type: 'receipt' }>['outcome'], extra: Partial<Extract<Diagnostic, { type: 'receipt' }>> = {}): void =>
-    deps.emit({ type: 'receipt', at: deps.now(), turnId, outcome, ...extra });
+    deps.emit({ type: 'receipt', at: now(), turnId, outcome, ...extra });
 
   const read = (turnId: string): ReceiptRecord | undefined => memory.get(turnId) ?? parse(safely(() => storage?.getItem(name(turnId)) ?? null, null));
   const write = (record: ReceiptRecord): void => {
@@ -143,7 +147,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
       for (;;) {
         const record = read(turnId);
         if (!record || unsupported || stop.signal.aborted) return;
-        if (deps.now() - record.createdAt > (deps.maxAgeMs ?? 864e5)) {
+        if (now() - record.createdAt > (deps.maxAgeMs ?? 864e5)) {
           remove(turnId);
           return emit(turnId, 'dropped');
         }
@@ -173,7 +177,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
         // Still there: another tab may have landed it meanwhile.
         if (read(turnId)) write({ ...record, attempts });
         emit(turnId, 'retry', { delayMs, error: failure.error });
-        await sleep(delayMs, stop.signal);
+        await sleep(delayMs, stop.signal, deps.timers);
       }
     } finally {
       sending.delete(turnId);
@@ -187,7 +191,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
       void sha256Hex(text).then(
         (textSha256) => {
           if (read(turnId)) return;
-          write({ turnId, seq, textSha256, createdAt: deps.now(), attempts: 0 });
+          write({ turnId, seq, textSha256, createdAt: now(), attempts: 0 });
           void send(turnId);
         },
         // No Web Crypto (plain HTTP): nothing to prove with.
@@ -244,7 +248,7 @@ function waitOnline(network: NetworkMonitor, signal: AbortSignal): Promise<void>
       signal.removeEventListener('abort', done);
       resolve();
     };
-    const unsubscribe = network.subscribe((online) => online && done());
+    const unsubscribe = network.subscribe((online: boolean) => online && done());
     signal.addEventListener('abort', done, { once: true });
     if (network.online() || signal.aborted) done();
   });

@@ -34,7 +34,9 @@ export function createSender(deps: SenderDeps): Sender {
 
   /** Fails entries past their age, posts every due head; answers when something is next due. */
   const pump = (): number => {
-    const plan = planSends(ledger.list(), { time: deps.now(), maxAgeMs: deps.maxAgeMs, busy: (id) => busy.has(id), online, hurry });
+    const list = ledger.list();
+    deps.schedule.keep(list);
+    const plan = planSends(list, { time: deps.clock.now(), dueAt: deps.schedule.dueAt, deadline: deps.schedule.deadline, busy: (id) => busy.has(id), online, hurry });
     hurry = false;
     for (const entry of plan.expired) fail(deps, entry, expiredError(entry));
     for (const entry of plan.due) void attempt(deps, entry).finally(poke);
@@ -49,7 +51,7 @@ export function createSender(deps: SenderDeps): Sender {
       const wakeAt = pump();
       const woken = new AbortController();
       wake = () => woken.abort();
-      await sleep(wakeAt - deps.now(), AbortSignal.any([signal, woken.signal]));
+      await sleep(wakeAt - deps.clock.now(), AbortSignal.any([signal, woken.signal]), deps.timers);
       wake = undefined;
     }
   };

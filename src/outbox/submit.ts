@@ -7,6 +7,8 @@
 import { failure, thrownFailure, type Failure } from '../core/failure-policy.js';
 import { LifelineError, ProtocolError } from '../errors.js';
 import { assertId, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer } from '../protocol/schemas.js';
+import type { Timers } from '../ports/timers.js';
+import { deadline } from '../runtime/deadline.js';
 import type { OutboxRecord } from '../storage/store.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
 
@@ -20,9 +22,10 @@ const aborted = (signal: AbortSignal): Promise<never> => new Promise((_, reject)
  * Posts `entry` once, within `timeoutMs`. Never rejects: an abort through `signal` (the
  * entry discarded, the outbox disposed) answers a failure the caller ignores.
  */
-export async function submit(http: HttpContext, { operationId, conversationId, content }: OutboxRecord, signal: AbortSignal, timeoutMs: number): Promise<SubmitResult> {
+export async function submit(http: HttpContext, { operationId, conversationId, content }: OutboxRecord, signal: AbortSignal, timeoutMs: number, timers: Timers): Promise<SubmitResult> {
+  const limit = deadline(timers, timeoutMs, signal);
+  const bounded = limit.signal;
   try {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     // The timeout covers the app's headers function too: a token refresh that never
     // answers must not hold the conversation's queue for ever.
     const headers = new Headers(await Promise.race([http.headers(), aborted(bounded)]));
@@ -35,7 +38,7 @@ export async function submit(http: HttpContext, { operationId, conversationId, c
       body: JSON.stringify({ content }),
       signal: bounded,
     });
-    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.now(), 'submit') };
+    if (!response.ok) return { ok: false, failure: await failureFromResponse(response, http.clock.wallNow(), 'submit') };
     const parsed = submitAnswerSchema.safeParse(await response.json().catch(() => undefined));
     if (parsed.success && parsed.data.conversationId === conversationId) {
       return { ok: true, answer: parsed.data, replayed: response.headers.get('idempotent-replayed') === 'true' };
@@ -47,6 +50,8 @@ export async function submit(http: HttpContext, { operationId, conversationId, c
   } catch (cause) {
     // Refused, offline, timed out, a failing headers function: all may heal.
     return { ok: false, failure: thrownFailure(cause) };
+  } finally {
+    limit.clear();
   }
 }
 

@@ -5,20 +5,18 @@
 import type { RetryPolicy } from '../core/backoff.js';
 import type { MessageContent, SubmitAnswer } from '../protocol/schemas.js';
 import type { Store } from '../storage/store.js';
-import type { LockManagerLike } from '../tabs/leadership.js';
+import type { KeyValueStorage } from '../ports/storage.js';
+import type { LockManagerLike, TabChannel } from '../ports/tabs.js';
+import type { Timers } from '../ports/timers.js';
 import type { HttpContext } from '../transport/http.js';
-import type { NetworkMonitor } from '../transport/network.js';
+import type { NetworkMonitor } from '../ports/network.js';
 import type { Diagnostic, ExternalStore, OutboxEntry } from '../types.js';
 
 /** The storage the outbox needs; the client passes its current (possibly degraded) store. */
 export type OutboxStorage = Pick<Store, 'loadOutbox' | 'putOutbox' | 'deleteOutbox' | 'tryLease' | 'releaseLease'>;
 
 /** The part of `BroadcastChannel` the outbox uses. */
-export interface OutboxChannel {
-  postMessage(message: unknown): void;
-  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
-  close(): void;
-}
+export type OutboxChannel = TabChannel;
 
 /** The part of `navigator.locks` the outbox uses (see tabs/leadership.ts). */
 export type OutboxLocks = LockManagerLike;
@@ -33,6 +31,9 @@ export interface OutboxDeps extends HttpContext {
   retry: RetryPolicy;
   /** Uniform in [0, 1), for jitter. */
   random: () => number;
+  /** Mints operation ids (Idempotency-Keys) and lease owners. */
+  newId: () => string;
+  timers: Timers;
   /** Partition: lock, lease and channel are named `lifeline-outbox:<namespace>`. */
   namespace: string;
   /** Online/offline; `null`: always online. */
@@ -53,20 +54,20 @@ export interface OutboxDeps extends HttpContext {
   onAccepted: (entry: OutboxEntry, answer: SubmitAnswer) => void | Promise<void>;
   /** Default `navigator.locks` when present; `null` forces the storage lease. */
   locks?: OutboxLocks | null;
-  /** Default `new BroadcastChannel(name)` when present; `null` disables cross-tab notices. */
-  channel?: ((name: string) => OutboxChannel) | null;
+  /** Default `new BroadcastChannel(name)` when present (the tabs port); `null` disables cross-tab notices. */
+  channel?: ((name: string) => OutboxChannel | undefined) | null;
   /**
    * Where a new entry is also written synchronously until its IndexedDB write landed, so a
    * reload in between cannot lose it. Default `localStorage` when the page may use it; `null`: none.
    */
-  journal?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'> | null;
+  journal?: KeyValueStorage | null;
   /** Lease time-to-live for the no-Web-Locks fallback, ms. Default 10 000. */
   leaseTtlMs?: number;
 }
 
 /** What `enqueue` hands back at once. */
 export interface Enqueued {
-  /** The entry's Idempotency-Key (nanoid, 21 characters). */
+  /** The entry's Idempotency-Key (21 characters, from the random port). */
   readonly operationId: string;
   /**
    * Resolves once the entry is in storage (it is never posted before). Rejects with a

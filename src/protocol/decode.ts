@@ -80,9 +80,11 @@ export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZ
  * takes the schema's path). A fresh object with just the schema's keys, as zod strips others.
  */
 export function plainDelta(value: unknown, turnId: string): DeltaEvent | undefined {
-  const { type, seq, text } = (value ?? {}) as DeltaEvent;
-  if (type === 'delta' && (value as DeltaEvent).turnId === turnId && typeof text === 'string' && Number.isSafeInteger(seq) && seq > 0) {
-    return { turnId, seq, type, text };
+  const { type, seq, text, partId, providerMetadata } = (value ?? {}) as DeltaEvent;
+  // A delta with providerMetadata (arbitrary JSON) takes the schema's path, like an action.
+  if (type === 'delta' && (value as DeltaEvent).turnId === turnId && typeof text === 'string' && Number.isSafeInteger(seq) && seq > 0 && providerMetadata === undefined) {
+    if (partId === undefined) return { turnId, seq, type, text };
+    if (typeof partId === 'string') return { turnId, seq, type, text, partId };
   }
   return undefined;
 }

@@ -31,6 +31,8 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 export const RESUME_POINT_PATTERN = /^[0-9]{1,15}$/;
 /** Largest submit body the protocol allows, in encoded bytes (64 KiB). */
 export const MAX_SUBMIT_BYTES = 64 * 1024;
+/** Largest `context` of a submission (docs/protocol.md §1, since 1.2): 16 KiB of UTF-8 JSON. */
+export const MAX_CONTEXT_BYTES = 16 * 1024;
 
 export const idSchema = z.string().check(z.regex(ID_PATTERN));
 export const idempotencyKeySchema = z.string().check(z.regex(IDEMPOTENCY_KEY_PATTERN));
@@ -47,14 +49,43 @@ export const jsonValueSchema: z.ZodMiniType<JsonValue> = z.json();
 
 // ---------------------------------------------------------------- section 1: submit
 
+/** A JSON object (message content, a submission's `context`, a delta's `providerMetadata`). */
+export type JsonObject = { [key: string]: JsonValue };
+export const jsonObjectSchema: z.ZodMiniType<JsonObject> = z.record(z.string(), jsonValueSchema);
+
 /** A message's content: a string or a JSON object. */
-export const messageContentSchema = z.union([z.string(), z.record(z.string(), jsonValueSchema)]);
+export const messageContentSchema = z.union([z.string(), jsonObjectSchema]);
 
 export const submitBodySchema = z.object({
   content: messageContentSchema,
+  /**
+   * Per-request data beside the message (since 1.2; the AI SDK's `body` and request
+   * `metadata`): handed to the agent for this submission only, stored with the turn and
+   * counted in the idempotency fingerprint. At most {@link MAX_CONTEXT_BYTES}.
+   */
+  context: z.optional(jsonObjectSchema),
 });
 export type SubmitBody = z.infer<typeof submitBodySchema>;
 export type MessageContent = SubmitBody['content'];
+/** A submission's per-request `context` (docs/protocol.md §1). */
+export type SubmitContext = JsonObject;
+
+/** UTF-8 length of `context` encoded as JSON, as {@link MAX_CONTEXT_BYTES} counts it. */
+export function contextBytes(context: JsonObject): number {
+  return new TextEncoder().encode(JSON.stringify(context)).byteLength;
+}
+
+/**
+ * The id of the assistant message a continuation continues (docs/protocol.md §9, since 1.2):
+ * content that is an AI SDK `UIMessage` with `role: "assistant"`, an id and its parts (each
+ * an object with a string `type`). `undefined` for any other content (a new message).
+ */
+export function continuedMessageId(content: MessageContent): string | undefined {
+  if (typeof content !== 'object' || content['role'] !== 'assistant') return undefined;
+  const { id, parts } = content;
+  const isPart = (part: JsonValue): boolean => typeof part === 'object' && part !== null && !Array.isArray(part) && typeof part['type'] === 'string';
+  return typeof id === 'string' && ID_PATTERN.test(id) && Array.isArray(parts) && parts.every(isPart) ? id : undefined;
+}
 
 /** What ties a turn to its message and conversation. */
 const origin = { messageId: idSchema, conversationId: idSchema };
@@ -81,6 +112,10 @@ export const deltaEventSchema = z.object({
   ...eventBase,
   type: z.literal('delta'),
   text: z.string(),
+  /** Since 1.2: the text part the delta belongs to (the AI SDK's text part id, §9). */
+  partId: z.optional(z.string()),
+  /** Since 1.2: the AI SDK `text-delta`'s `providerMetadata`. */
+  providerMetadata: z.optional(jsonObjectSchema),
 });
 
 export const actionStatusSchema = z.enum(['started', 'completed', 'failed']);
@@ -159,6 +194,8 @@ export const turnObjectSchema = z.object({
   content: z.optional(messageContentSchema),
   /** Delivery receipts (1.2); optional because a 1.1 server does not send it. */
   delivery: z.optional(deliverySchema),
+  /** A continuation turn (1.2, §9): the id of the assistant message it continues. */
+  continues: z.optional(idSchema),
 });
 export type TurnObject = z.infer<typeof turnObjectSchema>;
 
@@ -216,6 +253,7 @@ export type ServerErrorCode =
   | 'invalid_id'
   | 'idempotency_key_in_flight'
   | 'payload_too_large'
+  | 'context_too_large'
   | 'unsupported_media_type'
   | 'idempotency_key_reused'
   | 'rate_limited'
@@ -236,4 +274,8 @@ export type ServerErrorCode =
   | 'invalid_receipt'
   | 'delivery_mismatch'
   | 'invalid_query'
-  | 'internal_error';
+  | 'internal_error'
+  // The reference server's answers on a bad day (docs/faults.md #50–#52).
+  | 'unavailable'
+  | 'shutting_down'
+  | 'cross_site_request';

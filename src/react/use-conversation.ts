@@ -1,5 +1,6 @@
 'use client';
 import { useCallback, useMemo, useSyncExternalStore } from 'react';
+import { createBrowserNetworkMonitor } from '../ports/network.js';
 import type { MessageContent } from '../protocol/schemas.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, LifelineClient, Outbox, OutboxEntry, Submission } from '../types.js';
 import { useLifeline } from './context.js';
@@ -77,6 +78,9 @@ export interface UseConversationResult {
 const EMPTY: readonly never[] = [];
 const online = (): boolean => true;
 
+/** The page's online state (the real network port; a hook has only the client). */
+const browserNetwork = createBrowserNetworkMonitor();
+
 /**
  * Online as the client reports it (`network` diagnostics). The starting value is read on
  * subscribe, which only happens in a browser after commit, never on the server.
@@ -85,7 +89,7 @@ function networkStore(client: LifelineClient): ExternalStore<boolean> {
   let isOnline = true;
   return {
     subscribe(onChange) {
-      isOnline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine !== false;
+      isOnline = browserNetwork.online();
       return client.diagnostics.subscribe((d) => {
         if (d.type !== 'network' || d.online === isOnline) return;
         isOnline = d.online;

@@ -1,5 +1,6 @@
 'use client';
 import { useMemo } from 'react';
+import { realTimers } from '../ports/timers.js';
 import type { Turn, TurnSnapshot } from '../types.js';
 import { useLifeline } from './context.js';
 import { useLazy } from './store.js';
@@ -32,11 +33,11 @@ function heldTurn(open: () => Turn) {
       return () => {
         unsubscribe();
         if (--subscribers > 0) return;
-        setTimeout(() => {
+        realTimers.set(() => {
           if (subscribers > 0 || handle !== held) return;
           held.close();
           handle = undefined;
-        });
+        }, 0);
       };
     },
     getSnapshot: (): TurnSnapshot | undefined => handle?.getSnapshot(),

@@ -3,29 +3,23 @@
  * answer to tell "time to look again" from "stop": it never rejects, so an abort needs no
  * try/catch and cannot leave an unhandled rejection behind.
  */
-
-/** Longest delay one `setTimeout` keeps: past 2^31 − 1 ms it fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { realTimers, type Timers } from '../ports/timers.js';
 
 /**
- * Resolves `true` once `ms` have passed, or `false` as soon as `signal` aborts (at once
- * when it already has). `Infinity` waits for the signal alone; longer delays than one
- * timer holds are waited in steps.
+ * Resolves `true` once `ms` have passed on `timers`, or `false` as soon as `signal` aborts
+ * (at once when it already has). `Infinity` waits for the signal alone; the timers port
+ * waits longer delays than one platform timer holds in steps, and clamps negative ones to 0.
  */
-export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+export function sleep(ms: number, signal?: AbortSignal, timers: Timers = realTimers): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve(false);
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const end = (elapsed: boolean): void => {
-      clearTimeout(timer);
+      timers.clear(timer);
       signal?.removeEventListener('abort', stop);
       resolve(elapsed);
     };
     const stop = (): void => end(false);
-    const arm = (left: number): void => {
-      if (left < Infinity) timer = setTimeout(() => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : end(true)), Math.min(Math.max(left, 0), MAX_TIMER_MS));
-    };
+    const timer = timers.set(() => end(true), ms);
     signal?.addEventListener('abort', stop, { once: true });
-    arm(ms);
   });
 }

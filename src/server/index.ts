@@ -6,7 +6,7 @@ export type { OperatorQuery } from './log/operator-index.js';
 export type { OperatorAuditEntry } from './http/operator-access.js';
 export type { MeterLike, CounterLike, HistogramLike } from './metrics.js';
 export { DEFAULT_PAGE_BYTES, eventSize, isExpiredTurn } from './log/turn-log.js';
-export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent, AgentPartEvent } from './producer/agent.js';
+export type { Agent, AgentContext, AgentEvent, AgentDeltaEvent, AgentActionEvent, AgentPartEvent, ConversationReader } from './producer/agent.js';
 export { createLifelineHandler, DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_LIVE_TURNS } from './http/handler.js';
 export type { LifelineHandler, LifelineHandlerOptions } from './http/handler.js';
 export { conformanceAgent } from './producer/conformance-agent.js';

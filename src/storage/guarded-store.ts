@@ -27,7 +27,7 @@ export interface GuardedStore {
   idle(): Promise<void>;
   /** Reports storage errors as diagnostics (skipped records, failures that cost nothing). */
   report(errors?: readonly StorageError[]): void;
-  /** Opens the store (a failure degrades); asks `navigator.storage.persist()` when `persist` (the answer goes in the status). */
+  /** Opens the store (a failure degrades); asks the storage port's `persist()` when `persist` (the answer goes in the status). */
   open(persist?: boolean): Promise<void>;
   /** Deletes everything of the namespace, in the current store and (after degrading) the original too. */
   clear(): Promise<void>;
@@ -36,7 +36,15 @@ export interface GuardedStore {
   readonly outbox: OutboxStorage;
 }
 
-export function createGuardedStore(primary: Store, { now, emit }: { now: () => number; emit: (diagnostic: Diagnostic) => void }): GuardedStore {
+export interface GuardedStoreOptions {
+  /** Epoch ms, for diagnostics. */
+  now: () => number;
+  emit: (diagnostic: Diagnostic) => void;
+  /** The storage port's `persist()`. */
+  persist: () => Promise<boolean>;
+}
+
+export function createGuardedStore(primary: Store, { now, emit, persist: askPersist }: GuardedStoreOptions): GuardedStore {
   const listeners = createEmitter<void>();
   let store = primary;
   let status: StorageStatus = { state: 'opening', kind: store.kind };
@@ -86,7 +94,7 @@ export function createGuardedStore(primary: Store, { now, emit }: { now: () => n
         if (status.state == 'opening') setStatus({ ...status, state: primary.kind == 'memory' ? 'memory' : 'ok' });
       });
       // No Storage API, or a refusal, answers false.
-      if (persist) setStatus({ ...status, persisted: await Promise.resolve(globalThis.navigator?.storage?.persist?.()).then(Boolean, () => false) });
+      if (persist) setStatus({ ...status, persisted: await askPersist().catch(() => false) });
     },
     clear: () =>
       serial(async (target) => {

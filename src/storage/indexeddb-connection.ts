@@ -5,6 +5,8 @@
  */
 import { wrap, type IDBPTransaction, type StoreNames } from 'idb';
 import { isStorageError, StorageError, type LifelineErrorCode } from '../errors.js';
+import { platformIndexedDb } from '../ports/indexeddb.js';
+import { realTimers, type TimerHandle } from '../ports/timers.js';
 import { SCHEMA_VERSION, upgradeDatabase, type LifelineDb, type LifelineDbSchema } from './schema.js';
 
 /** Options of {@link createIndexedDbStore}. */
@@ -124,16 +126,18 @@ export function createConnection(databaseName: string, options: IndexedDbStoreOp
  */
 async function openDatabase(name: string, options: IndexedDbStoreOptions): Promise<LifelineDb> {
   let blocked: IDBVersionChangeEvent | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   try {
-    const request = (options.indexedDB ?? indexedDB).open(name, SCHEMA_VERSION);
+    const factory = options.indexedDB ?? platformIndexedDb();
+    if (!factory) throw new StorageError('storage_unavailable', 'IndexedDB is missing.');
+    const request = factory.open(name, SCHEMA_VERSION);
     request.onupgradeneeded = (event) => upgradeDatabase(wrap(request.result) as LifelineDb, event.oldVersion);
     request.onblocked = (event) => (blocked = event);
     const opening = wrap(request) as Promise<LifelineDb>;
     return await Promise.race([
       opening,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
+        timer = realTimers.set(() => {
           // Nobody waits for a connection that arrives later: close it at once.
           opening.then((db) => db.close(), () => undefined);
           reject(
@@ -150,6 +154,6 @@ async function openDatabase(name: string, options: IndexedDbStoreOptions): Promi
     // Missing or refused IndexedDB (private modes), or a newer version owns the database (VersionError).
     throw isStorageError(cause) ? cause : new StorageError('storage_unavailable', `IndexedDB could not open (${(cause as Error)?.name}).`, { cause });
   } finally {
-    clearTimeout(timer);
+    realTimers.clear(timer);
   }
 }

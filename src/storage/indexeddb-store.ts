@@ -3,6 +3,7 @@
  * transaction that resolves only once durable (`tx.done`), every failure a typed
  * `StorageError`.
  */
+import { platformIndexedDb } from '../ports/indexeddb.js';
 import { createConnection, type IndexedDbStoreOptions, type Names, type Tx } from './indexeddb-connection.js';
 import { chunkWins, joinChunks, nextRow } from './monotonic.js';
 import { checkAll, corruptRecord, outboxRecordSchema, turnRecordSchema } from './records.js';
@@ -20,7 +21,7 @@ export interface IndexedDbStore extends Store {
  * (private modes, disabled storage): the store reports that as `storage_unavailable`.
  */
 export function isIndexedDbAvailable(): boolean {
-  return !!globalThis.indexedDB;
+  return !!platformIndexedDb();
 }
 
 export type { IndexedDbStoreOptions } from './indexeddb-connection.js';

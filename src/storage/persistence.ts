@@ -5,6 +5,8 @@
  * failing never costs the session and no write ever rejects into the client.
  */
 import type { LifelineError } from '../errors.js';
+import { realStorage } from '../ports/storage.js';
+import { realTimers, type Timers } from '../ports/timers.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createGuardedStore, type OutboxStorage } from './guarded-store.js';
@@ -40,8 +42,13 @@ export interface PersistenceOptions {
   maxWriteEvents?: number;
   /** Ended turns older than this are swept. Default 7 days. */
   retentionMs: number;
+  /** Epoch ms: row times, the retention sweep, diagnostics. */
   now: () => number;
   emit: (diagnostic: Diagnostic) => void;
+  /** The flush timer. Default the real timers. */
+  timers?: Timers;
+  /** Asks for persistent storage (the storage port's `persist`). Default the real one. */
+  persist?: () => Promise<boolean>;
 }
 
 export interface Persistence {
@@ -96,9 +103,9 @@ export interface Persistence {
 /** Creates the persistence layer over `options.store`. */
 export function createPersistence(options: PersistenceOptions): Persistence {
   const { now, flushEvents } = options;
-  const store = createGuardedStore(options.store, options);
+  const store = createGuardedStore(options.store, { ...options, persist: options.persist ?? realStorage.persist });
   const rows = createTurnRows(now, store.report);
-  const buffer = createWriteBuffer({ ...options, maxWriteEvents: options.maxWriteEvents ?? flushEvents * 16, rows, store });
+  const buffer = createWriteBuffer({ ...options, maxWriteEvents: options.maxWriteEvents ?? flushEvents * 16, rows, store, timers: options.timers ?? realTimers });
 
   return {
     status: store.status,

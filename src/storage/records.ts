@@ -7,7 +7,7 @@
 import * as z from 'zod/mini';
 import { StorageError, type LifelineErrorCode, type LifelineErrorKind } from '../errors.js';
 import { decodeEventValue } from '../protocol/decode.js';
-import { actionFields, idempotencyKeySchema, idSchema, partSchema, seqSchema, submitBodySchema, type TurnEvent } from '../protocol/schemas.js';
+import { actionFields, idempotencyKeySchema, idSchema, jsonObjectSchema, partSchema, seqSchema, submitBodySchema, type TurnEvent } from '../protocol/schemas.js';
 import type { LoadResult, OutboxRecord, TurnRecord } from './store.js';
 
 export { isEndedStatus } from '../core/domain.js';
@@ -43,7 +43,7 @@ export const turnRecordSchema = z.object({
   endedAt: optional(time),
   text: optional(text),
   actions: optional(z.array(z.object({ ...actionFields, seq: seqSchema }))),
-  parts: optional(z.array(z.object({ at: count, part: optional(partSchema) }))),
+  parts: optional(z.array(z.object({ at: count, part: optional(partSchema), into: optional(count), providerMetadata: optional(jsonObjectSchema) }))),
   error: errorSchema,
 }) satisfies z.ZodMiniType<TurnRecord>;
 

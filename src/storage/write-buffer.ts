@@ -8,6 +8,7 @@
  * one after the other, instead of one transaction of tens of thousands of events whose
  * cloning and commit block the page for a long task.
  */
+import type { TimerHandle, Timers } from '../ports/timers.js';
 import type { TurnEvent } from '../protocol/schemas.js';
 import type { GuardedStore } from './guarded-store.js';
 import type { TurnWrite } from './store.js';
@@ -19,6 +20,7 @@ export interface WriteBufferOptions {
   maxWriteEvents: number;
   rows: TurnRows;
   store: GuardedStore;
+  timers: Timers;
 }
 
 export interface WriteBuffer {
@@ -80,11 +82,11 @@ function chunks(rows: TurnRows, turnId: string, events: TurnEvent[], items: Turn
   return items;
 }
 
-export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, store }: WriteBufferOptions): WriteBuffer {
+export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, store, timers }: WriteBufferOptions): WriteBuffer {
   /** Buffered events per turn, in seq order; turns in the order they are served. */
   let buffers = new Map<string, TurnEvent[]>();
   let buffered = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   /** The write loop while it runs. */
   let pump: Promise<void> | undefined;
   /** An explicit flush asked for everything: the loop runs until the buffer is empty. */
@@ -107,7 +109,7 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     return events;
   };
   const schedule = (): void => {
-    timer ??= setTimeout(() => {
+    timer ??= timers.set(() => {
       timer = undefined;
       if (!pump && buffered) startPump();
     }, flushMs);
@@ -117,7 +119,7 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
   // wants everything). Each write is its own step on the store's queue, so folds and loads
   // queued meanwhile run between writes. A remainder below `flushEvents` waits for the timer.
   const startPump = (): Promise<void> => {
-    clearTimeout(timer);
+    timers.clear(timer);
     timer = undefined;
     return (pump = (async () => {
       do await write(take);

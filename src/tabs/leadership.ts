@@ -7,13 +7,13 @@
  * do twice (the outbox's attempts carry one idempotency key; two streams of a turn apply
  * each seq once).
  */
-import { nanoid } from 'nanoid';
+import { realClock, type Clock } from '../ports/clock.js';
+import { realRandom } from '../ports/random.js';
+import { realTabs, type LockManagerLike } from '../ports/tabs.js';
+import { realTimers, type Timers } from '../ports/timers.js';
 import { sleep } from '../runtime/sleep.js';
 
-/** The part of `navigator.locks` leadership uses. */
-export interface LockManagerLike {
-  request(name: string, options: { signal?: AbortSignal }, callback: () => Promise<void>): Promise<unknown>;
-}
+export type { LockManagerLike } from '../ports/tabs.js';
 
 /** A lease in storage every tab shares (the client's `Store` has these two). */
 export interface LeaseStore {
@@ -33,8 +33,13 @@ export interface LeaseOptions {
    * twice is safe (see above), nobody leading is not.
    */
   onError?: (error: unknown) => void;
-  /** Epoch ms. Default `Date.now`. */
-  now?: () => number;
+  /**
+   * The lease's expiry is stored as epoch ms (`wallNow`: other tabs read it); this tab's own
+   * waits are monotonic (`now`). Default the real clock.
+   */
+  clock?: Clock;
+  /** Mints the lease owner's id. Default nanoid. */
+  newId?: () => string;
 }
 
 export interface LeadOptions {
@@ -43,8 +48,10 @@ export interface LeadOptions {
    * the signal `whileLeading` gets, or part of it).
    */
   signal: AbortSignal;
-  /** Default `navigator.locks` where there is one; `null`: no Web Locks. */
+  /** Default `navigator.locks` where there is one (the tabs port); `null`: no Web Locks. */
   locks?: LockManagerLike | null | undefined;
+  /** Default the real timers. */
+  timers?: Timers | undefined;
   /** Where Web Locks are missing or refused (a sandboxed document). Without it such a tab leads at once, alone. */
   lease?: LeaseOptions | undefined;
 }
@@ -68,8 +75,7 @@ export type LeadershipKind = 'lock' | 'lease' | 'alone';
 
 export async function lead(name: string, options: LeadOptions, whileLeading: (signal: AbortSignal, how: LeadershipKind) => Promise<void>): Promise<void> {
   const { signal, lease } = options;
-  // happy-dom and some embedded browsers expose `navigator.locks` as null.
-  const locks = options.locks === undefined ? ((globalThis as { navigator?: { locks?: LockManagerLike | null } }).navigator?.locks ?? null) : options.locks;
+  const locks = options.locks === undefined ? realTabs.locks() : options.locks;
   if (signal.aborted) return;
   if (locks) {
     let granted = false;
@@ -87,25 +93,26 @@ export async function lead(name: string, options: LeadOptions, whileLeading: (si
     }
   }
   if (!lease) return whileLeading(signal, 'alone');
-  return leadByLease(name, signal, lease, whileLeading);
+  return leadByLease(name, signal, lease, options.timers ?? realTimers, whileLeading);
 }
 
-async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOptions, whileLeading: (signal: AbortSignal, how: LeadershipKind) => Promise<void>): Promise<void> {
-  const { store, ttlMs = 1e4, onError, now = Date.now } = lease;
-  const owner = nanoid();
+async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOptions, timers: Timers, whileLeading: (signal: AbortSignal, how: LeadershipKind) => Promise<void>): Promise<void> {
+  const { store, ttlMs = 1e4, onError, clock = realClock, newId = realRandom.id } = lease;
+  const owner = newId();
+  const now = (): number => clock.now();
   const take = (): Promise<boolean> =>
-    store.tryLease(name, owner, ttlMs, now()).catch((error: unknown) => {
+    store.tryLease(name, owner, ttlMs, clock.wallNow()).catch((error: unknown) => {
       onError?.(error);
       return true;
     });
   let takenAt = now();
   while (!(await take())) {
-    if (!(await sleep(ttlMs / 2, signal))) return;
+    if (!(await sleep(ttlMs / 2, signal, timers))) return;
     takenAt = now();
   }
   const lost = new AbortController();
   const leading = AbortSignal.any([signal, lost.signal]);
-  void keepLease(take, ttlMs, takenAt + ttlMs, now, leading).then(() => lost.abort());
+  void keepLease(take, ttlMs, takenAt + ttlMs, now, timers, leading).then(() => lost.abort());
   try {
     if (!signal.aborted) await whileLeading(leading, 'lease');
   } finally {
@@ -119,11 +126,11 @@ async function leadByLease(name: string, signal: AbortSignal, lease: LeaseOption
  * refused, or has not answered by the time the lease held so far runs out (a frozen
  * store), or `leading` aborted.
  */
-async function keepLease(take: () => Promise<boolean>, ttlMs: number, expiresAt: number, now: () => number, leading: AbortSignal): Promise<void> {
-  while (await sleep(ttlMs / 3, leading)) {
+async function keepLease(take: () => Promise<boolean>, ttlMs: number, expiresAt: number, now: () => number, timers: Timers, leading: AbortSignal): Promise<void> {
+  while (await sleep(ttlMs / 3, leading, timers)) {
     const askedAt = now();
     const expiry = new AbortController();
-    const renewed = await Promise.race([take(), sleep(expiresAt - askedAt, AbortSignal.any([leading, expiry.signal])).then(() => false)]);
+    const renewed = await Promise.race([take(), sleep(expiresAt - askedAt, AbortSignal.any([leading, expiry.signal]), timers).then(() => false)]);
     expiry.abort();
     if (!renewed) return;
     expiresAt = askedAt + ttlMs;

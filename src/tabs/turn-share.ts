@@ -9,6 +9,7 @@
  * Messages on the channel: `0` = "I follow this turn", `1` = "so do I" (the answer),
  * `[lastSeq, data[]]` = a relayed batch and the cursor it led to.
  */
+import type { Tabs } from '../ports/tabs.js';
 import { lead } from './leadership.js';
 
 /** What the follower hears from the other tabs. */
@@ -38,10 +39,10 @@ export interface TurnShare {
  * BroadcastChannel; happy-dom and some embedded browsers expose `navigator.locks` as null).
  * Until `onLead`, the tab watches.
  */
-export function joinTurnShare(name: string, handlers: TurnShareHandlers, lastSeq: () => number): TurnShare | undefined {
-  const locks = globalThis.navigator?.locks;
-  if (!locks || !globalThis.BroadcastChannel) return undefined;
-  const channel = new BroadcastChannel(name);
+export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandlers, lastSeq: () => number): TurnShare | undefined {
+  const locks = tabs.locks();
+  const channel = locks ? tabs.channel(name) : undefined;
+  if (!locks || !channel) return undefined;
   const withdraw = new AbortController();
   let leading = false;
   let left = false;
@@ -49,7 +50,7 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers, lastSeq
   let watched = false;
   let outgoing: string[] | undefined;
 
-  channel.onmessage = ({ data }: MessageEvent<unknown>) => {
+  channel.addEventListener('message', ({ data }) => {
     if (typeof data === 'number') {
       watched = true;
       if (!data) channel.postMessage(1);
@@ -59,10 +60,10 @@ export function joinTurnShare(name: string, handlers: TurnShareHandlers, lastSeq
       if (typeof lastSeq !== 'number' || !Array.isArray(batch) || !batch.every((item) => typeof item === 'string')) return handlers.onBadBatch();
       handlers.onBatch(lastSeq, batch as string[]);
     }
-  };
+  });
   channel.postMessage(0);
   // The leader keeps the lock until it leaves; the browser hands it on when its tab closes.
-  void lead(name, { signal: withdraw.signal }, (signal, how) => {
+  void lead(name, { signal: withdraw.signal, locks }, (signal, how) => {
     leading = true;
     handlers.onLead(how === 'lock');
     return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));

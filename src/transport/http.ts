@@ -7,6 +7,7 @@ import { parseRetryAfter } from '../core/backoff.js';
 import { classifyHttpFailure, failure, thrownFailure, type Failure, type RequestKind } from '../core/failure-policy.js';
 import { ProtocolError } from '../errors.js';
 import { errorBodySchema } from '../protocol/schemas.js';
+import type { Clock } from '../ports/clock.js';
 import type { HeadersInput } from '../types.js';
 
 /** Everything a request needs from the client. */
@@ -15,7 +16,8 @@ export interface HttpContext {
   fetch: typeof fetch;
   /** Called before every request so a refreshed token is always used. */
   headers: () => Promise<Record<string, string>>;
-  now: () => number;
+  /** Wall time reads `Retry-After` dates; monotonic time paces retries. */
+  clock: Clock;
 }
 
 /** Joins the base and a path of already-encoded segments. */
@@ -86,7 +88,7 @@ export async function requestJson<T>(
       headers: { ...(await request.headers()), accept: 'application/json' },
       signal: request.signal ?? null,
     });
-    if (response.status !== 200 && response.status !== 202) return { ok: false, failure: await failureFromResponse(response, request.now()) };
+    if (response.status !== 200 && response.status !== 202) return { ok: false, failure: await failureFromResponse(response, request.clock.wallNow()) };
     value = await readJson(response, maxBytes);
   } catch (cause) {
     return { ok: false, failure: thrownFailure(cause) };
@@ -105,11 +107,11 @@ export async function requestJson<T>(
  * Classifies a non-success answer to a request of `kind` (see core/failure-policy.ts);
  * reads (a bounded part of) its error body and its `Retry-After`.
  */
-export async function failureFromResponse(response: Response, now: number, kind: RequestKind = 'read'): Promise<Failure> {
+export async function failureFromResponse(response: Response, wallNow: number, kind: RequestKind = 'read'): Promise<Failure> {
   return classifyHttpFailure(kind, {
     status: response.status,
     serverCode: (await readServerError(response))?.code,
-    retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now),
+    retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), wallNow),
   });
 }
 

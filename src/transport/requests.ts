@@ -8,12 +8,14 @@ import { backoffStep, FRESH_BACKOFF, type RetryPolicy } from '../core/backoff.js
 import { TransportError } from '../errors.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
 import { sleep } from '../runtime/sleep.js';
+import type { Timers } from '../ports/timers.js';
 import type { Diagnostic } from '../types.js';
 import { requestJson, type JsonRequest } from './http.js';
 
 /** What {@link listTurns} needs from the client (its follower deps fit). */
 export interface ListContext extends JsonRequest {
   random: () => number;
+  timers: Timers;
   retry: RetryPolicy;
   emit: (diagnostic: Diagnostic) => void;
 }
@@ -37,10 +39,10 @@ export async function listTurns(context: ListContext, conversationId: string, si
     if (answer.ok) return answer.value.turns;
     const { error, disposition } = answer.failure;
     if (disposition !== 'retry') throw error;
-    const { state, delay } = backoffStep(context.retry, backoff, answer.failure, context.now(), context.random());
+    const { state, delay } = backoffStep(context.retry, backoff, answer.failure, context.clock.now(), context.random());
     backoff = state;
     if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: error });
-    context.emit({ type: 'retry', at: context.now(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
-    if (!(await sleep(delay, signal))) throw signal.reason;
+    context.emit({ type: 'retry', at: context.clock.wallNow(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
+    if (!(await sleep(delay, signal, context.timers))) throw signal.reason;
   }
 }

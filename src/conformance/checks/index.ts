@@ -3,6 +3,7 @@ import type { Check } from '../check.js';
 import { cancelChecks } from './cancel.js';
 import { deliveryChecks } from './delivery.js';
 import { operatorChecks } from './operator.js';
+import { contextChecks, continuationChecks } from './continuation.js';
 import { generalChecks } from './general.js';
 import { heartbeatChecks } from './heartbeat.js';
 import { listChecks } from './list.js';
@@ -13,6 +14,7 @@ import { submitChecks } from './submit.js';
 
 export const ALL_CHECKS: readonly Check[] = [
   ...submitChecks,
+  ...contextChecks,
   ...streamChecks,
   ...resumeChecks,
   ...heartbeatChecks,
@@ -21,5 +23,6 @@ export const ALL_CHECKS: readonly Check[] = [
   ...cancelChecks,
   ...deliveryChecks,
   ...operatorChecks,
+  ...continuationChecks,
   ...generalChecks,
 ];

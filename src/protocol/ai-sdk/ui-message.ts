@@ -41,13 +41,15 @@ interface Fold {
 }
 
 /**
- * The message `chunks` build, with id `id` (a `start` chunk's `messageId` wins).
+ * The message `chunks` build, with id `id` (a `start` chunk's `messageId` wins). Given
+ * `base` (the assistant message a continuation continues, docs/protocol.md §9), the chunks
+ * extend a copy of it, as `useChat` extends the last assistant message.
  *
  * @example
  * const message = buildUIMessage('turn_1', [{ type: 'start' }, { type: 'text-start', id: 't' }, …]);
  */
-export function buildUIMessage(id: string, chunks: Iterable<UIMessageChunk>): UIMessage {
-  const message: Fold['message'] = { id, role: 'assistant', parts: [] };
+export function buildUIMessage(id: string, chunks: Iterable<UIMessageChunk>, base?: UIMessage): UIMessage {
+  const message: Fold['message'] = base ? { ...structuredClone(base), id, role: 'assistant' } : { id, role: 'assistant', parts: [] };
   const fold: Fold = { message, parts: message.parts as unknown as Part[], texts: new Map(), reasonings: new Map(), inputs: new Map() };
   for (const chunk of chunks as Iterable<Chunk>) foldChunk(fold, chunk);
   return message;

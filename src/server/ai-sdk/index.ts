@@ -5,17 +5,28 @@
  * `lifeline/ai-sdk`. Needs `ai` (5 to 7) only for its types.
  */
 import type { UIMessage, UIMessageChunk } from 'ai';
-import { createChunkLogger, createChunkReplayer } from '../../protocol/ai-sdk/mapping.js';
-import { buildUIMessage } from '../../protocol/ai-sdk/ui-message.js';
-import { userMessage } from '../../protocol/ai-sdk/user-message.js';
+import { createChunkLogger } from '../../protocol/ai-sdk/mapping.js';
 import type { Agent, AgentContext, AgentEvent } from '../producer/agent.js';
-import type { StoredTurn, TurnLog } from '../log/turn-log.js';
+import { conversationReader } from '../producer/conversation.js';
+import type { TurnLog } from '../log/turn-log.js';
+import { placeMessage, readConversation, submittedMessage } from './history.js';
 
-/** What a {@link UIMessageProducer} gets: the agent context plus the conversation as `UIMessage`s. */
+/**
+ * What a {@link UIMessageProducer} gets: the agent context (with the submission's `context`
+ * and `headers`, for this turn only) plus the conversation as `UIMessage`s.
+ */
 export interface UIMessageAgentContext extends AgentContext {
-  /** The new user message (the `UIMessage` the transport sent, or one made from plain content). */
+  /**
+   * The submitted message: the new user message (the `UIMessage` the transport sent, or one
+   * made from plain content), or for a continuation the assistant message it answers, with
+   * the client's tool outputs and approval responses (docs/protocol.md §9).
+   */
   message: UIMessage;
-  /** The conversation so far, oldest first, ending with `message`. */
+  /**
+   * The conversation, oldest first, ending with `message`: for a continuation, with the
+   * assistant message it continues replaced by `message`; for a user message sent again
+   * (regenerate), without its earlier answer.
+   */
   messages: UIMessage[];
 }
 
@@ -27,51 +38,22 @@ export type UIMessageProducer = (context: UIMessageAgentContext) => UIMessageChu
 
 export interface UIMessageAgentOptions {
   /**
-   * The handler's turn log: `messages` is rebuilt from it (each earlier turn's message and
-   * its assistant message, from its events). Without it, and without `history`, `messages`
-   * holds the new message only.
+   * A turn log to rebuild `messages` from instead of the handler's own (which the agent
+   * reads by default: pass this only to read another store).
    */
   log?: TurnLog;
-  /** Earlier turns read from `log`, newest kept. Default 100 (the list endpoint allows 200). */
+  /** Earlier turns read from the log, newest kept. Default 100 (the list endpoint allows 200). */
   historyTurns?: number;
-  /** The conversation before the new message, from the app's own database (replaces reading `log`). */
+  /** The conversation before the new message, from the app's own database (replaces reading the log). */
   history?: (context: AgentContext) => UIMessage[] | Promise<UIMessage[]>;
 }
 
-/** Events of a turn per read of the log while rebuilding history. */
-const PAGE = 1000;
-
-/** The assistant message a logged turn holds, or `undefined` when it holds nothing. */
-async function assistantMessage(log: TurnLog, turn: StoredTurn): Promise<UIMessage | undefined> {
-  const chunks: UIMessageChunk[] = [];
-  const replayer = createChunkReplayer(turn.id, (chunk) => chunks.push(chunk));
-  for (let after = 0, more = true; more; ) {
-    const page = await log.read(turn.id, after, PAGE);
-    for (const event of page.events) {
-      if (event.type === 'delta') replayer.delta(event.text);
-      else if (event.type === 'part') replayer.part(event.part);
-      // Only an ending that says something: a complete turn needs no `finish` to read right.
-      else if (event.type === 'turn.end' && event.status !== 'complete') replayer.end(event);
-    }
-    after = page.events.at(-1)?.seq ?? after;
-    more = page.hasMore && page.events.length > 0;
-  }
-  const message = buildUIMessage(turn.id, chunks);
-  return message.parts.length ? message : undefined;
-}
-
-/** The conversation before `context`'s turn, from the log: each turn's user message, then its answer. */
-async function readHistory(log: TurnLog, context: AgentContext, message: UIMessage, limit: number): Promise<UIMessage[]> {
-  const turns = (await log.listTurns(context.conversationId, context.principal, limit)).filter((turn) => turn.id !== context.turnId).reverse();
-  const messages: UIMessage[] = [];
-  for (const turn of turns) {
-    const user = userMessage(turn.content, turn.messageId);
-    // The same message sent again (regenerate) replaces its earlier answer.
-    if (user.id === message.id) continue;
-    messages.push(user);
-    const answer = await assistantMessage(log, turn);
-    if (answer) messages.push(answer);
-  }
+/** The conversation the turn answers, ending with its submitted message. */
+async function conversationOf(context: AgentContext, message: UIMessage, options: UIMessageAgentOptions): Promise<UIMessage[]> {
+  const messages = options.history
+    ? [...(await options.history(context))]
+    : await readConversation(options.log ? conversationReader(options.log, context) : context.conversation, options.historyTurns ?? 100);
+  placeMessage(messages, message);
   return messages;
 }
 
@@ -107,23 +89,29 @@ class UIMessageStreamFailed extends Error {}
 
 /**
  * A Lifeline agent that logs the `UIMessageChunk`s `produce` returns (docs/protocol.md §9):
- * `text-delta` as deltas, every other chunk as a part, `start` with the turn id as
- * `messageId`; transient data chunks are not logged. The stream ending (after `finish`)
- * ends the turn `complete`; an `error` chunk or a throw ends it `failed`; a cancel ends it
- * `cancelled` and aborts `context.signal`. Generation goes on with no client connected.
+ * every `text-delta` as a delta (with its part id and metadata), every other chunk as a part,
+ * `start` with the message id (the turn id, or the continued message's for a continuation);
+ * transient data chunks are not logged. The stream ending (after `finish`) ends the turn
+ * `complete`; an `error` chunk or a throw ends it `failed`; a cancel ends it `cancelled` and
+ * aborts `context.signal`. Generation goes on with no client connected. The conversation is
+ * read from the handler the agent is mounted in.
+ *
+ * A continuation (a tool approval or a client tool's output, §9) is one turn per answer, by its
+ * idempotency key, so an approved tool's `execute` runs once per approved call; `streamText`
+ * runs it from the approval in `messages`, and a denied one never.
  *
  * @example
- * const agent = uiMessageAgent(({ messages, signal }) =>
- *   streamText({ model, messages: convertToModelMessages(messages), abortSignal: signal }).toUIMessageStream(),
- * { log });
- * const handler = createLifelineHandler({ agent, store: log });
+ * const agent = uiMessageAgent(({ messages, context, headers, signal }) =>
+ *   streamText({ model: pick(context), messages: await convertToModelMessages(messages), tools, abortSignal: signal }).toUIMessageStream(),
+ * );
+ * const handler = createLifelineHandler({ agent });
  */
 export function uiMessageAgent(produce: UIMessageProducer, options: UIMessageAgentOptions = {}): Agent {
   return async function* (context): AsyncGenerator<AgentEvent> {
-    const message = userMessage(context.content, context.messageId);
-    const earlier = options.history ? await options.history(context) : options.log ? await readHistory(options.log, context, message, options.historyTurns ?? 100) : [];
-    const log = createChunkLogger(context.turnId);
-    for await (const chunk of chunksOf(await produce({ ...context, message, messages: [...earlier, message] }), context.signal)) {
+    const message = submittedMessage(context.content, context.messageId);
+    const messages = await conversationOf(context, message, options);
+    const log = createChunkLogger(context.continues ?? context.turnId);
+    for await (const chunk of chunksOf(await produce({ ...context, message, messages }), context.signal)) {
       if (typeof chunk !== 'object' || chunk === null || typeof (chunk as { type?: unknown }).type !== 'string') {
         // The handler refuses it with a clear error and ends the turn failed.
         yield { type: 'part', part: chunk as never };

@@ -2,11 +2,16 @@ import type { TurnProducer, ServerErrorReporter } from '../producer/producer.js'
 import type { TurnLog } from '../log/turn-log.js';
 import type { ServerMetrics } from '../metrics.js';
 import type { OperatorSettings } from './operator-access.js';
+import type { CrossSitePolicy } from './cross-site.js';
 
 /** What every route of the handler works with, resolved once from the options. */
 export interface HandlerContext {
+  /** The log as routes see it: every call bounded, failures a typed 503 (store-guard.ts). */
   log: TurnLog;
   producer: TurnProducer;
+  /** False once `close()` began: submissions and `/healthz` answer `503 shutting_down`. */
+  accepting: boolean;
+  crossSite: CrossSitePolicy;
   now: () => number;
   heartbeatMs: number;
   retryMs: number;

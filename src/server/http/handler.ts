@@ -4,9 +4,11 @@ import type { HandlerContext } from './handler-context.js';
 import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from '../log/memory/index.js';
 import { TurnProducer, type ServerErrorReporter } from '../producer/producer.js';
 import { checkId } from './request-parsing.js';
-import { HttpError, errorResponse } from './responses.js';
+import { HttpError, errorResponse, jsonResponse } from './responses.js';
 import { ALLOWED_METHOD, isOperatorPath, matchOperatorRoute, matchRoute, normalizeBasePath } from './routes.js';
 import { submitMessage } from './submit.js';
+import { CrossSitePolicy, type CorsOptions } from './cross-site.js';
+import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from './store-guard.js';
 import type { TurnLog } from '../log/turn-log.js';
 import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
 import { deliveredTurn } from './delivered.js';
@@ -31,7 +33,9 @@ export interface LifelineHandlerOptions {
   /**
    * Idle time on a live stream before a heartbeat is sent, ms. Announced to clients in
    * the `Lifeline-Heartbeat` header of every stream, so they size their stall watchdog to
-   * it. Default 3000.
+   * it. Default 1000 (protocol 1.2): a client's 2.5× watchdog then notices a silent stall
+   * 2.5 s after the last byte, and with the Redis log's default 2 000 ms producer lease a
+   * dead producer's turn ends `producer_lost` within about three heartbeats.
    */
   heartbeatMs?: number;
   /** The SSE `retry:` value sent first on every stream, ms. Default 1000. */
@@ -85,21 +89,48 @@ export interface LifelineHandlerOptions {
    * `lifeline.delivery.latency` (ms). Default: none (nothing is measured).
    */
   meter?: MeterLike;
+  /**
+   * Longest wait on one turn-log call while answering a request, ms; past it, or when the
+   * log fails, the answer is `503 unavailable` with `Retry-After` (the client's outbox and
+   * follower retry it). Default 2000.
+   */
+  storeTimeoutMs?: number;
+  /**
+   * Lets pages on other origins call the API (CORS): answers preflights and sets the
+   * `Access-Control-*` headers for the origins named. With cookie auth, give
+   * `credentials: true` and list the app's origins exactly. Without it, state-changing
+   * routes refuse requests a browser marks as cross-site (`403 cross_site_request`).
+   */
+  cors?: CorsOptions;
+}
+
+/** Options of {@link LifelineHandler.close}. */
+export interface CloseOptions {
+  /**
+   * How long live turns may run on to their own end, ms, while new submissions answer
+   * `503 shutting_down` with `Retry-After` (a client's outbox sends them again, through
+   * the load balancer, to another instance) and followers keep streaming. Turns still
+   * live after it end `failed` with `server_shutdown`. Default 0: end them at once.
+   */
+  drainMs?: number;
 }
 
 /** A Fetch-style request handler with a way to stop its producers. */
 export interface LifelineHandler {
   (request: Request): Promise<Response>;
   /**
-   * Stops every turn this handler is producing (each ends `failed` with code
-   * `server_shutdown`) and closes the store if the handler created it.
+   * Drains, then stops: refuses new submissions (`503 shutting_down`, and `/healthz`
+   * answers 503 so a load balancer stops sending), lets live turns finish for up to
+   * `drainMs`, ends the rest `failed`/`server_shutdown`, and closes the store if the
+   * handler created it. Follow streams keep working meanwhile; the server's own close
+   * ends them (clients resume elsewhere).
    */
-  close(): Promise<void>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 const ANONYMOUS = 'anonymous';
-/** The reference heartbeat (PROTOCOL §2): short enough for a 2.5× client watchdog to catch a stall in under 8 s. */
-export const DEFAULT_HEARTBEAT_MS = 3000;
+/** The reference heartbeat (docs/protocol.md §2, since 1.2): a 2.5× client watchdog catches a stall 2.5 s after the last byte. */
+export const DEFAULT_HEARTBEAT_MS = 1000;
 /** Live turns one handler produces at once unless `maxLiveTurns` says otherwise. */
 export const DEFAULT_MAX_LIVE_TURNS = 1000;
 
@@ -129,6 +160,7 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
   const report = reporter(options);
   const metrics = createServerMetrics(options.meter);
   const producer = new TurnProducer({
+    // The producer appends through the log itself: an append may take its time through a failover.
     log,
     agent: options.agent,
     limits: {
@@ -141,13 +173,15 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
     metrics,
   });
   return {
-    log,
+    log: guardStore(log, options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, report),
     producer,
+    accepting: true,
     now: options.now ?? Date.now,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     retryMs: options.retryMs ?? 1000,
     maxBodyBytes: options.maxBodyBytes ?? MAX_SUBMIT_BYTES,
     maxLiveTurns: options.maxLiveTurns ?? DEFAULT_MAX_LIVE_TURNS,
+    crossSite: new CrossSitePolicy(options.cors),
     report,
     metrics,
     operator: operatorSettings(options),
@@ -169,6 +203,17 @@ async function authorize(options: LifelineHandlerOptions, request: Request): Pro
   return principal;
 }
 
+/** The readiness answer for load balancers: 200 while this instance takes turns and its log answers. */
+async function healthz(context: HandlerContext): Promise<Response> {
+  if (!context.accepting) throw shuttingDown();
+  await context.log.ping?.();
+  return jsonResponse(200, { status: 'ok' });
+}
+
+function shuttingDown(): HttpError {
+  return new HttpError(503, 'shutting_down', 'This server instance is shutting down; try again shortly.', { 'retry-after': '1' });
+}
+
 /** Matches the route and method, authorizes, checks the id, and hands over to the route. */
 async function route(context: HandlerContext, options: LifelineHandlerOptions, basePath: string, request: Request): Promise<Response> {
   const url = new URL(request.url);
@@ -181,13 +226,18 @@ async function route(context: HandlerContext, options: LifelineHandlerOptions, b
   const matched = matchRoute(path);
   if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
   const allowed = ALLOWED_METHOD[matched.kind];
-  if (request.method !== allowed) {
-    throw new HttpError(405, 'method_not_allowed', `Use ${allowed} on this route.`, { allow: allowed });
+  // HEAD is GET without the body (the caller drops it).
+  const method = request.method === 'HEAD' && allowed === 'GET' ? 'GET' : request.method;
+  if (method !== allowed) {
+    throw new HttpError(405, 'method_not_allowed', `Use ${allowed} on this route.`, { allow: allowed === 'GET' ? 'GET, HEAD' : allowed });
   }
+  context.crossSite.check(request);
+  if (matched.kind === 'healthz') return healthz(context);
   const principal = await authorize(options, request);
   switch (matched.kind) {
     case 'submit':
       checkId(matched.conversationId, 'conversation id');
+      if (!context.accepting) throw shuttingDown();
       return submitMessage(context, request, matched.conversationId, principal);
     case 'list':
       checkId(matched.conversationId, 'conversation id');
@@ -221,6 +271,18 @@ async function operatorRoute(context: HandlerContext, request: Request, url: URL
   return endOperatorTurn(context, settings, request, matched.turnId, operator);
 }
 
+/** The answer to one request, typed errors included, before CORS headers and HEAD. */
+async function answer(context: HandlerContext, options: LifelineHandlerOptions, basePath: string, request: Request): Promise<Response> {
+  try {
+    return context.crossSite.preflight(request) ?? (await route(context, options, basePath, request));
+  } catch (cause) {
+    if (cause instanceof HttpError) return cause.toResponse();
+    // A client that went away mid-request is not a server failure; nobody reads this answer.
+    if (!request.signal.aborted) context.report(cause, { phase: 'request' });
+    return errorResponse(500, 'internal_error', 'The server failed to handle this request.');
+  }
+}
+
 /**
  * Creates the reference server: one Fetch-style handler for every route of
  * docs/protocol.md. Mount it anywhere that speaks `Request`/`Response` (Node via
@@ -241,19 +303,20 @@ export function createLifelineHandler(options: LifelineHandlerOptions): Lifeline
   const context = handlerContext(options, log);
   const basePath = normalizeBasePath(options.basePath ?? '');
   const handler = async (request: Request): Promise<Response> => {
-    try {
-      return await route(context, options, basePath, request);
-    } catch (cause) {
-      if (cause instanceof HttpError) return cause.toResponse();
-      // A client that went away mid-request is not a server failure; nobody reads this answer.
-      if (!request.signal.aborted) context.report(cause, { phase: 'request' });
-      return errorResponse(500, 'internal_error', 'The server failed to handle this request.');
-    }
+    const response = context.crossSite.decorate(request, await answer(context, options, basePath, request));
+    if (request.method !== 'HEAD' || response.body === null) return response;
+    await response.body.cancel();
+    return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+  let closing: Promise<void> | undefined;
   return Object.assign(handler, {
-    async close(): Promise<void> {
-      await context.producer.stopAll();
-      if (ownsStore) await log.close();
+    close(closeOptions: CloseOptions = {}): Promise<void> {
+      context.accepting = false;
+      closing ??= (async () => {
+        await context.producer.drain(closeOptions.drainMs ?? 0);
+        if (ownsStore) await log.close();
+      })();
+      return closing;
     },
   });
 }

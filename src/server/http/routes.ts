@@ -5,7 +5,8 @@ export type Route =
   | { kind: 'follow'; turnId: string }
   | { kind: 'replay'; turnId: string }
   | { kind: 'cancel'; turnId: string }
-  | { kind: 'delivered'; turnId: string };
+  | { kind: 'delivered'; turnId: string }
+  | { kind: 'healthz' };
 
 /** The operator API's routes (section 11), below `/operator`. */
 export type OperatorRoute = { kind: 'operator-list' } | { kind: 'operator-show'; turnId: string } | { kind: 'operator-end'; turnId: string };
@@ -21,6 +22,7 @@ export const ALLOWED_METHOD: Record<Route['kind'] | OperatorRoute['kind'], strin
   'operator-list': 'GET',
   'operator-show': 'GET',
   'operator-end': 'POST',
+  healthz: 'GET',
 };
 
 /** True for every path below `/operator`: all of them answer 404 unless an operator is allowed. */
@@ -50,6 +52,8 @@ export function matchRoute(path: string): Route | undefined {
   const parts = path.split('/');
   if (parts[0] !== '') return undefined;
   const [, collection, id, action] = parts;
+  // Readiness for load balancers: 200 while this instance takes turns and its log answers.
+  if (parts.length === 2 && collection === 'healthz') return { kind: 'healthz' };
   // An empty segment names nothing: `/turns/` is no route, while `/turns/a.b` is a route with a bad id.
   if (id === undefined || id === '' || action === '') return undefined;
   if (parts.length === 3 && collection === 'turns') return { kind: 'replay', turnId: id };

@@ -1,4 +1,4 @@
-import { submitBodySchema, type SubmitBody } from '../../protocol/schemas.js';
+import { contextBytes, continuedMessageId, MAX_CONTEXT_BYTES, submitBodySchema, type SubmitBody } from '../../protocol/schemas.js';
 import { HttpError } from './responses.js';
 
 /** Message content deeper than this is refused: validating it would only risk the stack. */
@@ -54,7 +54,7 @@ function isJsonContentType(value: string | null): boolean {
 
 /**
  * The submit body (section 1), checked in the order a client can act on: declared type,
- * size, UTF-8 JSON, shape. Returns the parsed JSON too: the idempotency fingerprint is
+ * size, UTF-8 JSON, shape, the context's own size, a continuation's message. Returns the parsed JSON too: the idempotency fingerprint is
  * taken over exactly what was sent.
  */
 export async function readSubmitBody(request: Request, maxBytes: number): Promise<{ body: SubmitBody; parsed: unknown }> {
@@ -73,6 +73,14 @@ export async function readSubmitBody(request: Request, maxBytes: number): Promis
   }
   checkContentShape(parsed);
   const body = submitBodySchema.safeParse(parsed);
-  if (!body.success) throw new HttpError(400, 'invalid_body', 'The body must be {"content": <string or JSON object>}.');
+  if (!body.success) throw new HttpError(400, 'invalid_body', 'The body must be {"content": <string or JSON object>, "context"?: <JSON object>}.');
+  const { content, context } = body.data;
+  if (context !== undefined && contextBytes(context) > MAX_CONTEXT_BYTES) {
+    throw new HttpError(413, 'context_too_large', `The context exceeds ${MAX_CONTEXT_BYTES} bytes.`);
+  }
+  // An assistant message is a continuation (§9): it must name the message it continues.
+  if (typeof content === 'object' && content['role'] === 'assistant' && continuedMessageId(content) === undefined) {
+    throw new HttpError(400, 'invalid_body', 'A continuation is an assistant UIMessage with an id and its parts.');
+  }
   return { body: body.data, parsed };
 }

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import { IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
+import { continuedMessageId, IDEMPOTENCY_KEY_PATTERN, type SubmitAnswer } from '../../protocol/schemas.js';
 import { submissionFingerprint } from './canonical-json.js';
 import type { HandlerContext } from './handler-context.js';
 import { HttpError, jsonResponse } from './responses.js';
@@ -25,7 +25,8 @@ function replayedAnswer(existing: IdempotencyRecord, fingerprint: string, conver
 
 /**
  * `POST /conversations/{id}/messages` (section 1): validates the body, claims the
- * idempotency key atomically, creates the turn and starts its producer. A key whose
+ * idempotency key atomically (the fingerprint covers `content` and `context`), creates the
+ * turn (a continuation when the content is an assistant message, §9) and starts its producer. A key whose
  * turn could not be created is freed so the client's retry can try again.
  */
 export async function submitMessage(context: HandlerContext, request: Request, conversationId: string, principal: string): Promise<Response> {
@@ -41,12 +42,13 @@ export async function submitMessage(context: HandlerContext, request: Request, c
   const existing = await log.putIdempotencyIfAbsent(principal, key, { fingerprint, state: 'in_flight', createdAt });
   if (existing) return replayedAnswer(existing, fingerprint, conversationId);
 
-  let turn: StoredTurn;
+  let turn: StoredTurn | undefined;
   try {
     if (producer.liveCount >= context.maxLiveTurns) {
       throw new HttpError(503, 'overloaded', 'Too many turns in progress; try again shortly.', { 'retry-after': '1' });
     }
-    turn = await log.createTurn({ id: nanoid(), conversationId, messageId: nanoid(), principal, content: body.content, createdAt });
+    const { content, context: requestContext } = body;
+    turn = await log.createTurn({ id: nanoid(), conversationId, messageId: nanoid(), principal, content, context: requestContext, continues: continuedMessageId(content), createdAt });
     await log.completeIdempotency(principal, key, {
       fingerprint,
       state: 'done',
@@ -56,10 +58,17 @@ export async function submitMessage(context: HandlerContext, request: Request, c
       createdAt,
     });
   } catch (cause) {
-    await log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Not awaited: with the log away each step could take the whole store timeout again,
+    // and the client's retry (after Retry-After) only needs the key freed by then (a 409
+    // meanwhile is retried too).
+    void log.deleteIdempotency(principal, key).catch((error: unknown) => report(error, { phase: 'store' }));
+    // Created but never to be produced: let its lease go so it ends instead of staying pending.
+    const created = turn?.id;
+    if (created !== undefined) void log.release?.(created).catch((error: unknown) => report(error, { phase: 'store', turnId: created }));
     throw cause;
   }
-  producer.start(turn, body.content);
+  // Per-request headers reach the agent for this turn only; they are never stored (§1).
+  producer.start(turn, request.headers);
   const answer: SubmitAnswer = { turnId: turn.id, messageId: turn.messageId, conversationId, status: 'pending' };
   return jsonResponse(202, answer);
 }

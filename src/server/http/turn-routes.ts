@@ -23,6 +23,7 @@ export function turnObject(turn: StoredTurn): TurnObject {
     updatedAt: turn.updatedAt,
     content: turn.content,
     delivery: turn.delivery ?? { state: 'pending' },
+    ...(turn.continues !== undefined && { continues: turn.continues }),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { MessageContent, ReceiptBody, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { JsonObject, MessageContent, ReceiptBody, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
 import type { OperatorQuery } from './operator-index.js';
 
 /**
@@ -9,6 +9,8 @@ export interface StoredTurn extends TurnObject {
   principal: string;
   /** The content of the message that started the turn, exactly as accepted (sent on the wire since 1.1). */
   content: MessageContent;
+  /** The submission's per-request `context` (docs/protocol.md §1), kept with the turn; never on the wire. */
+  context?: JsonObject;
   /** Set once the turn's log holds `turn.end`; retention counts from here. */
   endedAt?: string;
   /** The `textSha256` of its `turn.end`, kept so a receipt is checked without reading the log (section 10). */
@@ -53,6 +55,10 @@ export interface NewTurn {
   messageId: string;
   principal: string;
   content: MessageContent;
+  /** The submission's `context`, when it had one. */
+  context?: JsonObject | undefined;
+  /** A continuation (docs/protocol.md §9): the id of the assistant message it continues. */
+  continues?: string | undefined;
   createdAt: string;
 }
 
@@ -67,6 +73,8 @@ export function pendingTurn(init: NewTurn): StoredTurn {
     createdAt: init.createdAt,
     updatedAt: init.createdAt,
     content: init.content,
+    ...(init.continues !== undefined && { continues: init.continues }),
+    ...(init.context !== undefined && { context: init.context }),
     principal: init.principal,
     delivery: { state: 'pending' },
   };
@@ -172,10 +180,22 @@ export interface TurnLog {
   completeIdempotency(principal: string, key: string, record: IdempotencyRecord): Promise<void>;
   /** Removes a key whose turn could not be created, so a retry can try again. */
   deleteIdempotency(principal: string, key: string): Promise<void>;
+  /**
+   * This instance will not produce a turn it just created (the submission failed after
+   * `createTurn`). A shared log gives up the turn's producer lease, so the turn ends
+   * `producer_lost` at the next look instead of staying live. Optional: a log without
+   * leases has nothing to give up.
+   */
+  release?(turnId: string): Promise<void>;
   /** Asks the producer of a live turn to stop (cross-instance in Redis). */
   requestCancel(turnId: string): Promise<void>;
   /** True once cancel was requested for the turn. */
   isCancelRequested(turnId: string): Promise<boolean>;
+  /**
+   * Resolves when the log answers a trivial request, rejects when it cannot (the
+   * handler's readiness route, `/healthz`). Optional: a log without one counts as ready.
+   */
+  ping?(): Promise<void>;
   /** Releases timers and connections. */
   close(): Promise<void>;
   /**

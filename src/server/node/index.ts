@@ -86,6 +86,11 @@ export function toNodeListener(handler: FetchHandler, options: NodeListenerOptio
       writeResponse(refused, req, res).catch(() => res.destroy());
       return;
     }
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal has an empty body.
+    if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+      writeResponse(errorResponse(400, 'bad_request', 'HTTP/1.1 requests need a Host header.'), req, res).catch(() => res.destroy());
+      return;
+    }
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort();
@@ -119,6 +124,19 @@ export interface ServeOptions extends NodeListenerOptions {
   host?: string;
   /** Port; 0 picks a free one. Default 0. */
   port?: number;
+  /**
+   * Signals that drain and stop the server (then the signal is raised again, so the
+   * process exits as it would have): `close({ drainMs })`. Default none; a deployed
+   * server wants `['SIGTERM', 'SIGINT']`.
+   */
+  shutdownSignals?: readonly NodeJS.Signals[];
+  /** The drain of a shutdown by signal, ms (see {@link ServedHandler.close}). Default 10 000. */
+  drainMs?: number;
+}
+
+/** A handler that can drain: `createLifelineHandler`'s. */
+interface Drainable {
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 /** A running Node server from {@link serve}. */
@@ -127,8 +145,21 @@ export interface ServedHandler {
   url: string;
   port: number;
   server: Server;
-  /** Stops listening and cuts open connections (live streams included). */
-  close(): Promise<void>;
+  /**
+   * Stops the server. With `drainMs` (and a handler that can drain, like
+   * `createLifelineHandler`'s) it first drains: new submissions answer `503
+   * shutting_down`, live turns may finish for up to `drainMs` while their followers keep
+   * streaming, the rest end `server_shutdown`. Then it stops listening and cuts what is
+   * still open (followers resume on another instance). Without it, it stops at once.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
+}
+
+/** The drain of a shutdown by signal unless `drainMs` says otherwise. */
+export const DEFAULT_DRAIN_MS = 10_000;
+
+function isDrainable(handler: FetchHandler): handler is FetchHandler & Drainable {
+  return typeof (handler as Partial<Drainable>).close === 'function';
 }
 
 /**
@@ -140,7 +171,8 @@ export interface ServedHandler {
  */
 export async function serve(handler: FetchHandler, options: ServeOptions = {}): Promise<ServedHandler> {
   const host = options.host ?? '127.0.0.1';
-  const server = createServer(toNodeListener(handler, options));
+  // Host is checked by the listener, which answers its absence with a typed body.
+  const server = createServer({ requireHostHeader: false }, toNodeListener(handler, options));
   answerRefusedRequests(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -151,14 +183,20 @@ export async function serve(handler: FetchHandler, options: ServeOptions = {}): 
   });
   const { port } = server.address() as AddressInfo;
   const shownHost = host.includes(':') ? `[${host}]` : host;
-  return {
-    url: `http://${shownHost}:${port}`,
-    port,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
+  let closing: Promise<void> | undefined;
+  const close = (closeOptions: { drainMs?: number } = {}): Promise<void> =>
+    (closing ??= (async () => {
+      for (const signal of signals) process.off(signal, onSignal);
+      if (closeOptions.drainMs !== undefined && isDrainable(handler)) await handler.close({ drainMs: closeOptions.drainMs });
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
-  };
+      });
+    })());
+  const signals = options.shutdownSignals ?? [];
+  function onSignal(signal: NodeJS.Signals): void {
+    void close({ drainMs: options.drainMs ?? DEFAULT_DRAIN_MS }).finally(() => process.kill(process.pid, signal));
+  }
+  for (const signal of signals) process.once(signal, onSignal);
+  return { url: `http://${shownHost}:${port}`, port, server, close };
 }

@@ -3,8 +3,8 @@
  * size, and the turn's running totals against its caps. Anything out of bounds becomes a
  * `TurnFailure`, which ends the turn `failed` with a stable code instead of a bad event.
  */
-import { actionEventSchema, partEventSchema } from '../../protocol/schemas.js';
-import type { AgentEvent } from './agent.js';
+import { actionEventSchema, deltaEventSchema, partEventSchema, type DeltaEvent } from '../../protocol/schemas.js';
+import type { AgentDeltaEvent, AgentEvent } from './agent.js';
 import type { NewTurnEvent } from '../log/turn-log.js';
 
 /** Per-turn caps; a turn that would exceed one ends `failed` with code `turn_too_large`. */
@@ -38,16 +38,27 @@ function deltaDataSize(text: string, cap: number): number {
   return text.length * 6 + overhead <= cap ? text.length + overhead : JSON.stringify(text).length + overhead;
 }
 
+/** A delta as logged: its text, and the part id and metadata when given (checked like a part). */
+function toLogDelta(event: AgentDeltaEvent, limits: ProducerLimits): NewTurnEvent {
+  const { text, partId, providerMetadata } = event;
+  if (typeof text !== 'string') throw new TurnFailure('invalid_agent_event', 'A delta must carry a string `text`.');
+  if (partId !== undefined && typeof partId !== 'string') throw new TurnFailure('invalid_agent_event', 'A delta\'s `partId` must be a string.');
+  const delta: Omit<DeltaEvent, 'turnId' | 'seq'> = { type: 'delta', text, ...(partId !== undefined && { partId }) };
+  if (providerMetadata !== undefined) {
+    const checked = deltaEventSchema.shape.providerMetadata.safeParse(providerMetadata);
+    if (!checked.success || checked.data === undefined) throw new TurnFailure('invalid_agent_event', 'A delta\'s `providerMetadata` must be a JSON object.');
+    delta.providerMetadata = checked.data;
+  }
+  // The overhead of deltaDataSize covers the `partId` member's name; metadata is measured.
+  const size = delta.providerMetadata === undefined ? deltaDataSize(text + (partId ?? ''), limits.maxEventSize) : JSON.stringify(delta).length + 80;
+  if (size > limits.maxEventSize) throw new TurnFailure('turn_too_large', `A delta exceeds the event size limit of ${limits.maxEventSize}.`);
+  return delta;
+}
+
 /** Validates what an untrusted agent yielded and turns it into a loggable event. */
 export function toLogEvent(event: AgentEvent, limits: ProducerLimits): NewTurnEvent {
   if (typeof event !== 'object' || event === null) throw new TurnFailure('invalid_agent_event', 'The agent yielded a non-object.');
-  if (event.type === 'delta') {
-    if (typeof event.text !== 'string') throw new TurnFailure('invalid_agent_event', 'A delta must carry a string `text`.');
-    if (deltaDataSize(event.text, limits.maxEventSize) > limits.maxEventSize) {
-      throw new TurnFailure('turn_too_large', `A delta exceeds the event size limit of ${limits.maxEventSize}.`);
-    }
-    return { type: 'delta', text: event.text };
-  }
+  if (event.type === 'delta') return toLogDelta(event, limits);
   if (event.type === 'action') {
     const action: NewTurnEvent = {
       type: 'action',

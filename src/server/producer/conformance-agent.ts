@@ -11,6 +11,9 @@ export interface ConformanceAgentOptions {
 
 type Step = Record<string, JsonValue>;
 
+/** The part an `echoContext` step yields: the submission's `context` as `data` (null when none). */
+const CONTEXT_PART = 'data-lifeline-context';
+
 /** The steps of a conformance script, or `undefined` when `content` is not one. */
 function scriptSteps(content: MessageContent): Step[] | undefined {
   if (typeof content !== 'object' || content['lifelineConformance'] !== 1) return undefined;
@@ -69,7 +72,9 @@ const defaultFallback: Agent = async function* () {
  * message whose content is `{"lifelineConformance": 1, "steps": [...]}` yields exactly
  * those steps in order: `{"delta": text}`, `{"action": {callId, name, status, input?,
  * output?, error?}}`, `{"part": {type, …}}`, `{"pauseMs": n}` (waits, cut short by a
- * cancel), `{"fail": message}` (throws: the turn ends `failed`). Other messages go to
+ * cancel), `{"fail": message}` (throws: the turn ends `failed`), `{"echoContext": true}`
+ * (since 1.2: a part `{"type": "data-lifeline-context", "data": <the submission's context
+ * or null>}`). A continuation's assistant message may carry a script too. Other messages go to
  * `fallback`. Mount it only on a server meant for testing: a script can hold a turn
  * open for `maxPauseMs` per step.
  *
@@ -90,6 +95,9 @@ export function conformanceAgent(options: ConformanceAgentOptions = {}): Agent {
           await pause(Math.min(Math.max(0, step['pauseMs']), maxPauseMs), context.signal);
         } else if (typeof step['fail'] === 'string') {
           throw new Error(step['fail']);
+        } else if (step['echoContext'] === true) {
+          // Since 1.2: what the agent was handed beside the message, for this submission only.
+          yield { type: 'part', part: { type: CONTEXT_PART, data: context.context ?? null } };
         } else {
           yield stepEvent(step);
         }

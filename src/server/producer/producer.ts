@@ -1,6 +1,7 @@
 import { sha256Hex } from '../../protocol/integrity.js';
-import type { JsonValue, MessageContent, TurnEndStatus } from '../../protocol/schemas.js';
+import type { JsonValue, TurnEndStatus } from '../../protocol/schemas.js';
 import type { Agent, AgentEvent } from './agent.js';
+import { conversationReader } from './conversation.js';
 import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
 import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
 import type { ServerMetrics } from '../metrics.js';
@@ -93,11 +94,11 @@ export class TurnProducer {
     return this.#live.size;
   }
 
-  /** Starts producing `turn` in the background. */
-  start(turn: StoredTurn, content: MessageContent): void {
+  /** Starts producing `turn` in the background; `headers` are the submit request's (the agent's, never stored). */
+  start(turn: StoredTurn, headers: Headers): void {
     const controller = new AbortController();
     this.#deps.metrics?.started();
-    const done = this.#run(turn, content, controller).finally(() => this.#live.delete(turn.id));
+    const done = this.#run(turn, headers, controller).finally(() => this.#live.delete(turn.id));
     this.#live.set(turn.id, { controller, done });
   }
 
@@ -109,6 +110,21 @@ export class TurnProducer {
     return true;
   }
 
+  /**
+   * Lets the live turns run to their own end for up to `drainMs`, then stops the rest
+   * (`failed`, code `server_shutdown`) and waits for their `turn.end`.
+   */
+  async drain(drainMs: number): Promise<void> {
+    const all = [...this.#live.values()];
+    if (all.length > 0 && drainMs > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const over = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+      await Promise.race([Promise.all(all.map((live) => live.done)), over]);
+      clearTimeout(timer);
+    }
+    await this.stopAll();
+  }
+
   /** Stops every live turn (each ends `failed`, code `server_shutdown`) and waits for their `turn.end`. */
   async stopAll(): Promise<void> {
     const all = [...this.#live.values()];
@@ -116,7 +132,7 @@ export class TurnProducer {
     await Promise.all(all.map((live) => live.done));
   }
 
-  async #run(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<void> {
+  async #run(turn: StoredTurn, headers: Headers, controller: AbortController): Promise<void> {
     const { log, report } = this.#deps;
     const poll = this.#watchForCancel(turn.id, controller);
     try {
@@ -126,7 +142,7 @@ export class TurnProducer {
         conversationId: turn.conversationId,
         createdAt: turn.createdAt,
       });
-      const produced = await this.#produce(turn, content, controller);
+      const produced = await this.#produce(turn, headers, controller);
       const { status, error } = endOf(controller.signal, produced.failure);
       const textSha256 = await sha256Hex(produced.texts.join(''));
       await log.append(turn.id, {
@@ -172,7 +188,7 @@ export class TurnProducer {
    * what reached the log and, when the agent failed, the error for `turn.end`; a failing
    * log is thrown (as `StoreFailure`) for `#run` to handle.
    */
-  async #produce(turn: StoredTurn, content: MessageContent, controller: AbortController): Promise<Produced> {
+  async #produce(turn: StoredTurn, headers: Headers, controller: AbortController): Promise<Produced> {
     const { agent, report } = this.#deps;
     const { signal } = controller;
     const logged: LoggedSoFar = { events: 1, texts: [], textLength: 0 };
@@ -182,8 +198,12 @@ export class TurnProducer {
         turnId: turn.id,
         conversationId: turn.conversationId,
         messageId: turn.messageId,
-        content,
+        content: turn.content,
+        context: turn.context,
+        headers,
+        continues: turn.continues,
         principal: turn.principal,
+        conversation: conversationReader(this.#deps.log, { turnId: turn.id, conversationId: turn.conversationId, principal: turn.principal }),
         signal,
       })[Symbol.asyncIterator]();
       await this.#logAgentEvents(turn.id, iterator, signal, logged);

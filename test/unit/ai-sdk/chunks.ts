@@ -44,7 +44,8 @@ type Chunk = Record<string, unknown>;
 const segment: fc.Arbitrary<(n: number) => Chunk[]> = fc.oneof(
   fc.tuple(fc.constantFrom('text', 'reasoning'), fc.array(fc.string({ minLength: 1, maxLength: 5 }), { maxLength: 4 }), fc.boolean()).map(([kind, deltas, close]) => (n: number) => [
     { type: `${kind}-start`, id: `${kind}${n}` },
-    ...deltas.map((delta) => ({ type: `${kind}-delta`, id: `${kind}${n}`, delta })),
+    // Text deltas sometimes carry metadata (W3): the part keeps the last.
+    ...deltas.map((delta, i) => ({ type: `${kind}-delta`, id: `${kind}${n}`, delta, ...(kind === 'text' && i % 2 === 1 && { providerMetadata: { mock: { i } } }) })),
     ...(close ? [{ type: `${kind}-end`, id: `${kind}${n}` }] : []),
   ]),
   fc.tuple(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 })).map(([x, y]) => (n: number) => [

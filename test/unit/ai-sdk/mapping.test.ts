@@ -4,7 +4,7 @@ import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { createChunkLogger, createChunkReplayer, type LoggedChunk } from '../../../src/protocol/ai-sdk/mapping.js';
 import { buildUIMessage } from '../../../src/protocol/ai-sdk/ui-message.js';
-import { reduceEvents, turnParts } from '../../../src/core/turn-reducer.js';
+import { reduceEvents, turnParts, turnText } from '../../../src/core/turn-reducer.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { anyChunk, referenceMessage, validStream } from './chunks.js';
 
@@ -32,11 +32,21 @@ function replayEvents(events: readonly TurnEvent[]): Chunk[] {
   const out: Chunk[] = [];
   const replayer = createChunkReplayer(TURN, (chunk) => out.push(chunk as unknown as Chunk));
   for (const event of events) {
-    if (event.type === 'delta') replayer.delta(event.text);
+    if (event.type === 'delta') replayer.delta(event);
     else if (event.type === 'part') replayer.part(event.part);
     else if (event.type === 'turn.end') replayer.end(event);
   }
   return out;
+}
+
+/** The chunks with every text-delta that names no open text part left out (the AI SDK refuses those). */
+function withoutOrphanDeltas(chunks: readonly Chunk[]): Chunk[] {
+  const open = new Set<unknown>();
+  return chunks.filter((chunk) => {
+    if (chunk.type === 'text-start') open.add(chunk.id);
+    else if (chunk.type === 'text-end') open.delete(chunk.id);
+    return chunk.type !== 'text-delta' || open.has(chunk.id);
+  });
 }
 
 /** The client half, from a snapshot's parts (what a stream opened mid-turn or after reload replays). */
@@ -95,10 +105,37 @@ describe('chunk → event', () => {
     ];
     const logged = log(chunks);
     expect(logged[0]).toEqual({ type: 'part', part: { type: 'start', messageId: TURN } });
-    expect(logged[6]).toEqual({ type: 'delta', text: 'Hi' });
+    // Every text-delta is a delta, whichever part it names, its metadata kept (protocol 1.2).
+    const deltas: Record<number, LoggedChunk> = {
+      6: { type: 'delta', text: 'Hi', partId: 't' },
+      7: { type: 'delta', text: '!', partId: 't', providerMetadata: { p: { x: 1 } } },
+      8: { type: 'delta', text: 'x', partId: 'other' },
+      10: { type: 'delta', text: 'late', partId: 't' },
+    };
     logged.forEach((event, i) => {
-      if (i !== 0 && i !== 6) expect(event).toEqual({ type: 'part', part: chunks[i] });
+      if (i !== 0) expect(event).toEqual(deltas[i] ?? { type: 'part', part: chunks[i] });
     });
+  });
+
+  it('logs a malformed text-delta as a part, as produced', () => {
+    const odd = [{ type: 'text-delta', id: 't', delta: 5 }, { type: 'text-delta', delta: 'x' }, { type: 'text-delta', id: 't', delta: 'x', providerMetadata: [1] }];
+    expect(log(odd)).toEqual(odd.map((part) => ({ type: 'part', part })));
+  });
+
+  it('gives a continuation\'s start chunk the id of the message it continues', () => {
+    const logger = createChunkLogger('msg_continued');
+    expect(logger({ type: 'start', messageId: TURN } as UIMessageChunk)).toEqual({ type: 'part', part: { type: 'start', messageId: 'msg_continued' } });
+    const out: Chunk[] = [];
+    const replayer = createChunkReplayer(TURN, (chunk) => out.push(chunk as unknown as Chunk), 'msg_continued');
+    replayer.delta({ text: 'a' });
+    replayer.part({ type: 'start', messageId: TURN });
+    expect(out.filter((chunk) => chunk.type === 'start')).toEqual([{ type: 'start', messageId: 'msg_continued' }, { type: 'start', messageId: 'msg_continued' }]);
+    // Without one given, the logged start's id holds: a continuation's log replays onto the message it continues.
+    const own: Chunk[] = [];
+    const plain = createChunkReplayer(TURN, (chunk) => own.push(chunk as unknown as Chunk));
+    plain.part({ type: 'start', messageId: 'msg_continued' });
+    plain.part({ type: 'start' });
+    expect(own).toEqual([{ type: 'start', messageId: 'msg_continued' }, { type: 'start', messageId: TURN }]);
   });
 
   it('replaces a start chunk message id with the turn id, and logs no transient data chunk', () => {
@@ -142,11 +179,58 @@ describe('event → chunk', () => {
   });
 });
 
+describe('text deltas (W3: every delta is in the text, its proof and its part)', () => {
+  const chunks: Chunk[] = [
+    { type: 'start' },
+    { type: 'text-start', id: 't' },
+    { type: 'text-delta', id: 't', delta: 'The answer ' },
+    { type: 'text-delta', id: 't', delta: 'is ', providerMetadata: { mock: { cached: true } } },
+    { type: 'text-delta', id: 't', delta: '42.' },
+    { type: 'text-end', id: 't' },
+    { type: 'finish', finishReason: 'stop' },
+  ];
+
+  it('logs a text-delta with providerMetadata as a delta, counted in the text, and rebuilds it in order', async () => {
+    const events = logChunks(chunks);
+    const deltas = events.filter((event) => event.type === 'delta');
+    expect(deltas.map((event) => event.text).join('')).toBe('The answer is 42.');
+    expect(deltas[1]).toMatchObject({ partId: 't', providerMetadata: { mock: { cached: true } } });
+    const state = reduceEvents(TURN, events);
+    expect(turnText(state)).toBe('The answer is 42.');
+    expect(state.textLength).toBe('The answer is 42.'.length);
+    const reference = await referenceMessage(chunks.map((chunk) => (chunk.type === 'start' ? { ...chunk, messageId: TURN } : chunk)));
+    expect(reference?.parts).toEqual([{ type: 'text', text: 'The answer is 42.', state: 'done', providerMetadata: { mock: { cached: true } } }]);
+    expect(await referenceMessage(replayEvents(events))).toEqual(reference);
+    expect(await referenceMessage(replaySnapshot(events))).toEqual(reference);
+    expect(buildUIMessage('x', replaySnapshot(events) as unknown as UIMessageChunk[])).toEqual(reference);
+  });
+
+  it('puts a delta naming no open part in an implicit part, where it came', () => {
+    const events = logChunks([{ type: 'text-start', id: 'p' }, { type: 'text-delta', id: 'p', delta: 'a' }, { type: 'text-end', id: 'p' }, { type: 'text-delta', id: 'p', delta: 'b' }, { type: 'data-x', data: 1 }, { type: 'text-delta', id: 'q', delta: 'c' }]);
+    const expected = [
+      { type: 'start', messageId: TURN },
+      { type: 'text-start', id: 'p' },
+      { type: 'text-delta', id: 'p', delta: 'a' },
+      { type: 'text-end', id: 'p' },
+      { type: 'text-start', id: `${TURN}-text-0` },
+      { type: 'text-delta', id: `${TURN}-text-0`, delta: 'b' },
+      { type: 'text-end', id: `${TURN}-text-0` },
+      { type: 'data-x', data: 1 },
+      { type: 'text-start', id: `${TURN}-text-1` },
+      { type: 'text-delta', id: `${TURN}-text-1`, delta: 'c' },
+      { type: 'text-end', id: `${TURN}-text-1` },
+      { type: 'finish' },
+    ];
+    expect(replayEvents(events)).toEqual(expected);
+    expect(replaySnapshot(events)).toEqual(expected);
+  });
+});
+
 describe('round trips', () => {
   it('any chunk sequence comes back as produced (start with the turn id, no transient data, an end chunk added when missing)', () => {
     fc.assert(
       fc.property(fc.array(anyChunk, { maxLength: 30 }), fc.constantFrom('complete' as const, 'failed' as const, 'cancelled' as const), (input, status) => {
-        const chunks = wire(input);
+        const chunks = withoutOrphanDeltas(wire(input));
         const expected = chunks.filter((chunk) => !(String(chunk.type).startsWith('data-') && chunk.transient === true)).map((chunk) => (chunk.type === 'start' ? { ...chunk, messageId: TURN } : chunk));
         if (expected[0]?.type !== 'start') expected.unshift({ type: 'start', messageId: TURN });
         if (!expected.some((chunk) => ENDINGS.includes(chunk.type as string))) {

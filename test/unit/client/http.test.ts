@@ -16,7 +16,7 @@ function request(answer: Response | Error): JsonRequest & { urls: string[] } {
     urls,
     baseUrl: 'http://x/api/',
     headers: async () => ({ authorization: 'Bearer t' }),
-    now: () => 0,
+    clock: { now: () => 0, wallNow: () => 0 },
     fetch: async (input) => {
       urls.push(String(input));
       if (answer instanceof Error) throw answer;

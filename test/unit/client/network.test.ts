@@ -21,7 +21,7 @@ beforeEach(() => {
   scope.addEventListener = target.addEventListener.bind(target);
   scope.removeEventListener = target.removeEventListener.bind(target);
   Object.defineProperty(globalThis, 'navigator', { value: { onLine: true }, configurable: true, writable: true });
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
 });
 
 afterEach(async () => {

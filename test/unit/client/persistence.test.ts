@@ -65,7 +65,7 @@ function persistenceOver(store: Store, diagnostics: Diagnostic[] = []) {
 
 describe('batched writes', () => {
   it('writes one chunk per turn per flush, all turns in one write call, after flushMs', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
     const { store, inner, calls } = recordingStore();
     const persistence = persistenceOver(store);
     await persistence.open();
@@ -84,7 +84,7 @@ describe('batched writes', () => {
   });
 
   it('flushes at once when flushEvents are buffered, without waiting for the timer', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
     const { store, calls } = recordingStore();
     const persistence = persistenceOver(store);
     await persistence.open();

@@ -15,7 +15,7 @@ import { buildLog, sse, startScriptedServer, TURN } from './support/scripted-ser
 
 let cleanup: (() => Promise<void> | void)[] = [];
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
 });
 afterEach(async () => {
   vi.useRealTimers();

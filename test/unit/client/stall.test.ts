@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 function fakeTimers(): void {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
 }
 
 /** Reference server with a hand-driven agent behind the fault proxy; records every request the server sees. */

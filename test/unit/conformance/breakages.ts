@@ -90,4 +90,39 @@ export const breakages = {
     headers.delete('lifeline-heartbeat');
     return withBody(response, response.body, headers);
   },
+
+  /** Submissions reach the server without their `context` (1.2): the agent is never handed it. */
+  async dropsContext(request, handler) {
+    return handler(await withSubmitBody(request, (body) => ({ content: body['content'] })));
+  },
+
+  /** A 1.1 server: its conformance agent knows no `echoContext` step (the turn fails on it). */
+  async protocol11(request, handler) {
+    return handler(await withSubmitBody(request, (body) => JSON.parse(JSON.stringify(body).replaceAll('"echoContext":true', '"stepOf12":true')) as Record<string, unknown>));
+  },
+
+  /** Turn objects in replay and list answers leave out `continues` (1.2). */
+  async dropsContinues(request, handler) {
+    const response = await handler(request);
+    if (request.method !== 'GET' || !(response.headers.get('content-type') ?? '').startsWith('application/json')) return response;
+    const body = (await response.json()) as { turn?: Record<string, unknown>; turns?: Record<string, unknown>[] };
+    for (const turn of [body.turn, ...(body.turns ?? [])]) if (turn) delete turn['continues'];
+    return withBody(response, JSON.stringify(body));
+  },
 } satisfies Record<string, Breakage>;
+
+/** The request with its submit body (when it is one) rewritten. */
+async function withSubmitBody(request: Request, rewrite: (body: Record<string, unknown>) => Record<string, unknown>): Promise<Request> {
+  if (request.method !== 'POST' || !new URL(request.url).pathname.endsWith('/messages')) return request;
+  const text = await request.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return new Request(request, { body: text });
+  }
+  const headers = new Headers(request.headers);
+  headers.delete('content-length');
+  const rewritten = typeof body === 'object' && body !== null && !Array.isArray(body) ? JSON.stringify(rewrite(body as Record<string, unknown>)) : text;
+  return new Request(request.url, { method: 'POST', headers, body: rewritten, signal: request.signal });
+}

@@ -31,6 +31,8 @@ const CASES: readonly { name: keyof typeof breakages; only: string[]; fails: str
   { name: 'heartbeatWithId', only: ['s2.heartbeats'], fails: 's2.heartbeats', because: /a heartbeat carries an id line/ },
   { name: 'untypedErrors', only: ['s0'], fails: 's0.error-bodies', because: /not application\/json/ },
   { name: 'noHeartbeatHeader', only: ['s2.heartbeat-header'], fails: 's2.heartbeat-header', because: /no Lifeline-Heartbeat header/ },
+  { name: 'dropsContext', only: ['s1.context'], fails: 's1.context', because: /the context the agent was handed/ },
+  { name: 'dropsContinues', only: ['s9'], fails: 's9.continues', because: /has continues undefined/ },
 ];
 
 describe('conformance suite against broken servers', () => {
@@ -45,6 +47,13 @@ describe('conformance suite against broken servers', () => {
   it('idempotency that creates a second turn also fails the concurrent-key check', async () => {
     const results = await resultsAgainst(breakages.idempotencyCreatesSecondTurn, ['s1.concurrent-key']);
     expect(statusOf(results, 's1.concurrent-key')).toMatchObject({ status: 'fail', reason: expect.stringMatching(/expected exactly one 202/) });
+  });
+
+  it('a 1.1 server (its agent fails on the 1.2 echoContext step) skips the 1.2 checks with that reason', async () => {
+    const results = await resultsAgainst(breakages.protocol11, ['s1.context', 's9.continues']);
+    for (const id of ['s1.context', 's9.continues']) {
+      expect(statusOf(results, id)).toMatchObject({ status: 'skip', reason: expect.stringMatching(/predates protocol 1.2/) });
+    }
   });
 
   it('a heartbeat with an id also breaks the framing of the live stream', async () => {

@@ -24,7 +24,7 @@ describe('lifeline-conformance command', () => {
       const { code, stdout } = await runCli([server.baseUrl, '--only', 's1,s4.empty']);
       const lines = stdout.trim().split('\n');
       expect(lines.slice(0, -1).every((line) => line.startsWith('PASS s1.') || line.startsWith('PASS s4.empty'))).toBe(true);
-      expect(lines.at(-1)).toBe('9 passed, 0 failed, 0 skipped');
+      expect(lines.at(-1)).toBe('10 passed, 0 failed, 0 skipped');
       expect(code).toBe(0);
     } finally {
       await server.close();
@@ -67,7 +67,7 @@ describe('lifeline-conformance command', () => {
 
   it('exits 2 on bad usage: no URL, an unknown section, a bad header', async () => {
     expect(() => parseCliArgs([])).toThrow(/base URL/);
-    const unknown = await runCli(['http://127.0.0.1:9/api', '--only', 's9']);
+    const unknown = await runCli(['http://127.0.0.1:9/api', '--only', 's7']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/names no section/);
     expect(() => parseCliArgs(['http://x/api', '--header', 'no colon'])).toThrow(/Name: value/);

@@ -11,6 +11,7 @@ import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { FAST, startConformanceServer } from './reference-server.js';
 
 const NEEDS_AGENT = [
+  's1.context',
   's11.end',
   's2.agent-events',
   's2.failed-turn',
@@ -20,6 +21,7 @@ const NEEDS_AGENT = [
   's2.resume-ahead-live',
   's3.live-turn',
   's5.cancel-live',
+  's9.continues',
 ];
 
 async function expectAllPass(server: { baseUrl: string; close(): Promise<void> }): Promise<void> {

@@ -11,15 +11,25 @@ import {
   type MessagePart,
   type TurnState,
 } from '../../../src/core/turn-reducer.js';
-import type { PartObject, TurnEvent } from '../../../src/protocol/schemas.js';
+import type { JsonObject, PartObject, TurnEvent } from '../../../src/protocol/schemas.js';
 
 const TURN = 'turn_abcdefghijklmnop';
 
-type Body = { type: 'delta'; text: string } | { type: 'part'; part: PartObject };
+type Body = { type: 'delta'; text: string; partId?: string; providerMetadata?: JsonObject } | { type: 'part'; part: PartObject };
 
 const ids = fc.constantFrom('a', 'b');
+const deltaArb = fc.record(
+  {
+    type: fc.constant('delta' as const),
+    text: fc.string({ unit: 'grapheme', maxLength: 5 }),
+    // 'z' is never opened: a delta naming no open part.
+    partId: fc.constantFrom('a', 'b', 'z'),
+    providerMetadata: fc.constantFrom({ p: { n: 1 } }, { p: { n: 2 } }),
+  },
+  { requiredKeys: ['type', 'text'] },
+);
 const bodyArb: fc.Arbitrary<Body> = fc.oneof(
-  { weight: 6, arbitrary: fc.string({ unit: 'grapheme', maxLength: 5 }).map((text) => ({ type: 'delta' as const, text })) },
+  { weight: 6, arbitrary: deltaArb },
   { weight: 2, arbitrary: ids.map((id) => ({ type: 'part' as const, part: { type: 'text-start', id } })) },
   { weight: 2, arbitrary: ids.map((id) => ({ type: 'part' as const, part: { type: 'text-end', id } })) },
   { weight: 2, arbitrary: fc.constantFrom('reasoning', 'step-start', 'data-x').map((type) => ({ type: 'part' as const, part: { type, n: 1 } })) },
@@ -27,20 +37,29 @@ const bodyArb: fc.Arbitrary<Body> = fc.oneof(
 
 const logArb = fc.array(bodyArb, { maxLength: 40 }).map((bodies): TurnEvent[] => bodies.map((body, i) => ({ ...body, turnId: TURN, seq: i + 1 }) as TurnEvent));
 
-/** The parts as a naive, non-incremental fold of the log says them. */
+/**
+ * The parts as a naive, non-incremental fold of the log says them (docs/protocol.md §9): a
+ * delta goes to the open part its partId names; naming none, to the open text; naming a part
+ * not open, to the open text if implicit, else to a new implicit part.
+ */
 function model(events: readonly TurnEvent[]): MessagePart[] {
-  const parts: { type: string; text?: string; start?: PartObject; end?: PartObject }[] = [];
+  const parts: { type: string; text?: string; start?: PartObject; end?: PartObject; providerMetadata?: JsonObject }[] = [];
   const byId = new Map<unknown, number>();
   let open = -1;
   let implicit = false;
   for (const event of events) {
-    if (event.type === 'delta' && event.text) {
-      if (open < 0) {
+    if (event.type === 'delta') {
+      const { partId, providerMetadata } = event;
+      let target = partId === undefined ? open : (byId.get(partId) ?? (implicit ? open : -1));
+      if (target < 0) {
+        if (!event.text) continue;
         parts.push({ type: 'text', text: '' });
-        open = parts.length - 1;
+        target = parts.length - 1;
         implicit = true;
-      }
-      parts[open]!.text += event.text;
+      } else if (target !== open) implicit = false;
+      open = target;
+      parts[target]!.text += event.text;
+      if (providerMetadata) parts[target]!.providerMetadata = providerMetadata;
     } else if (event.type === 'part') {
       const { part } = event;
       if (part.type === 'text-start') {
@@ -76,7 +95,9 @@ describe('message parts', () => {
         });
         const parts = turnParts(state);
         expect(parts).toEqual(model(log));
-        expect(textOf(parts)).toBe(turnText(state));
+        // Every delta is in the text (and its proof) and in exactly one part; interleaved parts reorder it.
+        expect(textOf(parts).length).toBe(turnText(state).length);
+        expect(turnText(state)).toBe(log.map((event) => (event.type === 'delta' ? event.text : '')).join(''));
         // A folded row restores the same parts.
         const folded = foldedTurnState(TURN, { lastSeq: state.lastSeq, text: turnText(state), actions: [], parts: turnEntries(state) });
         expect(turnParts(folded)).toEqual(parts);
@@ -113,6 +134,26 @@ describe('message parts', () => {
     ]);
   });
 
+  it('places interleaved deltas in their own parts, in place, and keeps each part\'s last metadata', () => {
+    const state = reduceEvents(TURN, [
+      part(1, { type: 'text-start', id: 'p' }),
+      part(2, { type: 'text-start', id: 'q' }),
+      delta(3, 'The answer ', 'p'),
+      delta(4, '42', 'q', { m: { n: 1 } }),
+      delta(5, 'is ', 'p'),
+      delta(6, '.', 'q'),
+      part(7, { type: 'text-end', id: 'p' }),
+      delta(8, '!', 'p'),
+    ]);
+    expect(turnText(state)).toBe('The answer 42is .!');
+    expect(turnParts(state)).toEqual([
+      { type: 'text', text: 'The answer is ', start: { type: 'text-start', id: 'p' }, end: { type: 'text-end', id: 'p' } },
+      { type: 'text', text: '42.', start: { type: 'text-start', id: 'q' }, providerMetadata: { m: { n: 1 } } },
+      // p has ended: its late delta reads as implicit text.
+      { type: 'text', text: '!' },
+    ]);
+  });
+
   it('keeps older states intact when a fork applies to one of them after the newest was read', () => {
     const base = reduceEvents(TURN, [delta(1, 'ab'), part(2, { type: 'x' }), delta(3, 'cd')]);
     const left = applyEvent(base, delta(4, 'L'));
@@ -136,8 +177,8 @@ describe('message parts', () => {
   });
 });
 
-function delta(seq: number, text: string): TurnEvent {
-  return { turnId: TURN, seq, type: 'delta', text };
+function delta(seq: number, text: string, partId?: string, providerMetadata?: JsonObject): TurnEvent {
+  return { turnId: TURN, seq, type: 'delta', text, ...(partId !== undefined && { partId }), ...(providerMetadata && { providerMetadata }) };
 }
 
 function part(seq: number, value: PartObject): TurnEvent {

@@ -28,7 +28,7 @@ async function decide(respond: () => Response | Promise<Response>): Promise<Deci
       storage: createFakeStorage(),
       fetch: createFakeFetch(() => respond()),
       emit: recorder.emit,
-      now: () => NOW,
+      clock: { now: () => NOW, wallNow: () => NOW },
       random: () => 0.5,
       onAccepted: (_entry, submitAnswer) => void answers.push(submitAnswer),
     }),

@@ -9,6 +9,7 @@ import type { NetworkMonitor, OutboxChannel, OutboxDeps, OutboxLocks, OutboxStor
 import type { LoadResult, OutboxRecord } from '../../../src/storage/store.js';
 import { resolveRetryPolicy, type RetryOptions } from '../../../src/core/backoff.js';
 import { headersResolver } from '../../../src/transport/http.js';
+import { realClock, realRandom, realTimers } from '../../../src/ports/index.js';
 import type { Diagnostic, HeadersInput } from '../../../src/types.js';
 
 /** Outbox storage in memory, shared by every "tab" given it; values are cloned like IndexedDB does. */
@@ -237,7 +238,9 @@ export function baseDeps({ retry, headers, ...overrides }: TestDeps & Pick<Outbo
   return {
     baseUrl: 'http://lifeline.test/api',
     fetch: (input, init) => fetch(input, init),
-    now: () => Date.now(),
+    clock: realClock,
+    timers: realTimers,
+    newId: realRandom.id,
     namespace: 'default',
     onAccepted: () => undefined,
     locks: createFakeLocks(),

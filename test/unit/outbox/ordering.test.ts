@@ -10,7 +10,7 @@ import type { OutboxEntry } from '../../../src/types.js';
 import { accepted, baseDeps, createFakeFetch, createFakeStorage, errorAnswer, settle, type Call } from './helpers.js';
 
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
   vi.setSystemTime(Date.UTC(2030, 0, 1));
 });
 afterEach(() => {

@@ -48,7 +48,7 @@ function setup(responder: Responder, overrides: TestDeps = {}) {
 
 describe('outbox (fake timers)', () => {
   beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
     vi.setSystemTime(T0);
   });
 
@@ -521,7 +521,7 @@ describe('outbox journal', () => {
     const fetch = createFakeFetch(accepted);
     const recorder = createRecorder();
     // A later page: its entries from before count as left by earlier pages.
-    const next = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit, journal, now: () => Date.now() + 1_000 }));
+    const next = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit, journal, clock: { now: () => performance.now() + 1_000, wallNow: () => Date.now() + 1_000 } }));
     outboxes.push(next);
     await next.start();
     expect(recorder.of('outbox-replay')[0]?.count).toBe(1);

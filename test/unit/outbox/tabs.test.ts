@@ -24,7 +24,7 @@ import {
 
 let outboxes: OutboxController[] = [];
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
   vi.setSystemTime(Date.UTC(2030, 0, 1));
 });
 afterEach(() => {

@@ -45,13 +45,18 @@ describe('createLifelineHandler', () => {
     }
   });
 
-  it('answers 405 to HEAD and OPTIONS (no CORS, no HEAD) with Allow', async () => {
+  it('answers HEAD on GET routes like GET without a body, and 405 to OPTIONS without cors', async () => {
     const handler = createLifelineHandler({ agent: textAgent('x'), onError: () => undefined });
-    for (const method of ['HEAD', 'OPTIONS']) {
-      const response = await handler(new Request(`${ORIGIN}/conversations/c1/turns`, { method }));
-      expect(response.status).toBe(405);
-      expect(response.headers.get('allow')).toBe('GET');
-    }
+    const head = await handler(new Request(`${ORIGIN}/conversations/c1/turns`, { method: 'HEAD' }));
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe('application/json');
+    expect(head.body).toBeNull();
+    const options = await handler(new Request(`${ORIGIN}/conversations/c1/turns`, { method: 'OPTIONS' }));
+    expect(options.status).toBe(405);
+    expect(options.headers.get('allow')).toBe('GET, HEAD');
+    const postHead = await handler(new Request(`${ORIGIN}/conversations/c1/messages`, { method: 'HEAD' }));
+    expect(postHead.status).toBe(405);
+    expect(postHead.headers.get('allow')).toBe('POST');
     await handler.close();
   });
 

@@ -13,6 +13,7 @@ import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer
 import { Redis } from 'ioredis';
 import { defineBoundsSuite } from './bounds-suite.js';
 import { defineDeliverySuite } from './delivery-suite.js';
+import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 
 let redis: RedisServer;
@@ -39,6 +40,7 @@ const makeLog: MakeProtocolLog = async ({ now }) => {
 };
 defineProtocolSuite('redis turn log', makeLog, { retention: false });
 defineBoundsSuite('redis turn log', makeLog, { retention: false });
+defineContinuationSuite('redis turn log', makeLog);
 
 describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
   const cleanups: (() => Promise<void>)[] = [];

@@ -255,7 +255,10 @@ export function defineProtocolSuite(name: string, makeLog: MakeProtocolLog, suit
         const key = newKey();
         const url = `${server.baseUrl}/conversations/conv-1/messages`;
         const body = JSON.stringify({ content: 'x' });
-        await expectError(await post(url, body, { 'idempotency-key': key }), 500, 'internal_error');
+        // docs/faults.md #51: a failing log is a 503 the outbox retries, never a 500.
+        const refused = await post(url, body, { 'idempotency-key': key });
+        expect(refused.headers.get('retry-after')).toBe('1');
+        await expectError(refused, 503, 'unavailable');
         expect(server.errors.length).toBe(1);
         const retry = await post(url, body, { 'idempotency-key': key });
         expect(retry.status).toBe(202);
@@ -869,10 +872,10 @@ export function defineProtocolSuite(name: string, makeLog: MakeProtocolLog, suit
         const cases: [string, string, string][] = [
           ['GET', '/conversations/c1/messages', 'POST'],
           ['PUT', '/conversations/c1/messages', 'POST'],
-          ['POST', '/conversations/c1/turns', 'GET'],
-          ['POST', `/turns/${answer.turnId}/events`, 'GET'],
-          ['DELETE', `/turns/${answer.turnId}`, 'GET'],
-          ['PATCH', `/turns/${answer.turnId}`, 'GET'],
+          ['POST', '/conversations/c1/turns', 'GET, HEAD'],
+          ['POST', `/turns/${answer.turnId}/events`, 'GET, HEAD'],
+          ['DELETE', `/turns/${answer.turnId}`, 'GET, HEAD'],
+          ['PATCH', `/turns/${answer.turnId}`, 'GET, HEAD'],
           ['GET', `/turns/${answer.turnId}/cancel`, 'POST'],
         ];
         for (const [method, path, allow] of cases) {

@@ -1,6 +1,6 @@
 /**
  * A reference server instance in its own process, for redis-multi-instance.test.ts to
- * kill with SIGKILL mid-turn. Env: REDIS_URL, KEY_PREFIX, PRODUCER_LEASE_MS. Prints
+ * kill with SIGKILL mid-turn. Env: REDIS_URL, KEY_PREFIX, PRODUCER_LEASE_MS (optional). Prints
  * `{"port":N}` on stdout once it listens. Its agent streams `tick N ` deltas until the
  * process dies, so the kill always lands mid-turn.
  */
@@ -13,7 +13,8 @@ const env = process.env;
 const store = createRedisTurnLog({
   url: env['REDIS_URL'] ?? '',
   keyPrefix: env['KEY_PREFIX'] ?? 'lifeline:',
-  producerLeaseMs: Number(env['PRODUCER_LEASE_MS'] ?? 15_000),
+  // The default lease unless the test names one.
+  ...(env['PRODUCER_LEASE_MS'] ? { producerLeaseMs: Number(env['PRODUCER_LEASE_MS']) } : {}),
 });
 const handler = createLifelineHandler({
   store,

@@ -17,6 +17,7 @@ import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-clust
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
 import { defineDeliverySuite } from './delivery-suite.js';
+import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite } from './protocol-suite.js';
 import { defineSharedStoreSuite } from './redis-shared-store-suite.js';
 import { createFollower, expectIntact, oneToN, seqs } from './seq-follower.js';
@@ -75,6 +76,7 @@ defineProtocolSuite('redis cluster turn log', clusterLog, { retention: false });
 defineBoundsSuite('redis cluster turn log', clusterLog, { retention: false });
 // Receipts and the operator index over the cluster: the index's sets in slots of their own.
 defineDeliverySuite('redis cluster turn log', clusterLog);
+defineContinuationSuite('redis cluster turn log', clusterLog);
 
 describe('the turn log on Redis Cluster', () => {
   it('keeps a turn in one slot, its index and idempotency record in others, and spreads turns over the masters', async () => {

@@ -256,19 +256,30 @@ describe('redis turn log', () => {
     expect((await reader.log.listTurns('conv_1', 'alice', 10)).map((t) => [t.id, t.status])).toEqual([[turn.id, 'failed']]);
   });
 
-  it('stops renewing a turn that was created but never started, so it ends producer_lost', async () => {
+  it('renews a lease from the moment the turn is created: a first append slower than many leases keeps the turn', async () => {
     const keyPrefix = newPrefix();
     const creator = openLog({ keyPrefix, producerLeaseMs: 150 });
     const reader = openLog({ keyPrefix, producerLeaseMs: 150 });
     const turn = await newTurn(creator.log);
-    // The creating instance stays alive and connected; it just never logs turn.start.
-    await expect.poll(() => reader.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed', lastSeq: 2 });
-    expect(creator.errors.map(String)).toEqual([expect.stringContaining('never started')]);
-    // A started turn of the same instance is renewed as usual.
-    const started = await newTurn(creator.log);
-    await creator.log.append(started.id, { type: 'turn.start', messageId: started.messageId, conversationId: 'conv_1', createdAt: started.createdAt });
-    await reader.log.waitForEvents(started.id, 1, { signal: never(), timeoutMs: 600 });
-    expect(await reader.log.getTurn(started.id)).toMatchObject({ status: 'streaming' });
+    // Nothing logged for ten leases; the reader keeps looking (each look would end a lapsed turn).
+    for (let looks = 0; looks < 10; looks++) {
+      await reader.log.waitForEvents(turn.id, 0, { signal: never(), timeoutMs: 150 });
+      expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'pending', lastSeq: 0 });
+    }
+    await creator.log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
+    await creator.log.append(turn.id, await endOf(''));
+    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'complete', lastSeq: 2 });
+    expect(creator.errors).toEqual([]);
+  });
+
+  it('ends a turn released by its creator (a submission that failed after createTurn) as producer_lost at the next look', async () => {
+    const keyPrefix = newPrefix();
+    const creator = openLog({ keyPrefix, producerLeaseMs: 60_000 });
+    const reader = openLog({ keyPrefix, producerLeaseMs: 60_000 });
+    const turn = await newTurn(creator.log);
+    await creator.log.release?.(turn.id);
+    // No waiting for the 60 s lease.
+    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'failed', lastSeq: 2 });
   });
 
   it('works through a client with its own ioredis keyPrefix', async () => {

@@ -17,13 +17,21 @@ export function createFollower(turnId: string) {
   const applied: TurnEvent[] = [];
   let duplicates = 0;
   let gaps = 0;
+  /** Heartbeats since the last applied event: a live producer's silence, or a dead one's limbo. */
+  let heartbeatsSinceProgress = 0;
+  /** Heartbeats between the last event before turn.end and turn.end. */
+  let heartbeatsBeforeEnd = 0;
   const listeners = new Set<() => void>();
   const lastApplied = (): number => applied.at(-1)?.seq ?? 0;
 
   function apply(event: TurnEvent): void {
     if (event.seq <= lastApplied()) duplicates++;
     else if (event.seq > lastApplied() + 1) gaps++;
-    else applied.push(event);
+    else {
+      applied.push(event);
+      if (event.type === 'turn.end') heartbeatsBeforeEnd = heartbeatsSinceProgress;
+      heartbeatsSinceProgress = 0;
+    }
     for (const listener of [...listeners]) listener();
   }
 
@@ -34,6 +42,9 @@ export function createFollower(turnId: string) {
     },
     get gaps() {
       return gaps;
+    },
+    get heartbeatsBeforeEnd() {
+      return heartbeatsBeforeEnd;
     },
     ended: () => applied.at(-1)?.type === 'turn.end',
     /**
@@ -52,6 +63,7 @@ export function createFollower(turnId: string) {
       expect(response.status).toBe(200);
       const parser = createParser({
         onEvent(message) {
+          if (message.event === 'heartbeat') heartbeatsSinceProgress++;
           if (message.id === undefined) return;
           apply(turnEventSchema.parse(JSON.parse(message.data)));
         },

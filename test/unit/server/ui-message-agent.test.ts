@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { streamAnswer } from '../../../examples/chat/ai-model.js';
 import { createChunkReplayer } from '../../../src/protocol/ai-sdk/mapping.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
+import { sha256Hex } from '../../../src/protocol/integrity.js';
 import { uiMessageAgent, type UIMessageAgentContext, type UIMessageProducer } from '../../../src/server/ai-sdk/index.js';
 import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import { referenceMessage } from '../ai-sdk/chunks.js';
@@ -30,7 +31,7 @@ function chunksOf(turnId: string, events: readonly TurnEvent[]): UIMessageChunk[
   const chunks: UIMessageChunk[] = [];
   const replayer = createChunkReplayer(turnId, (chunk) => chunks.push(chunk));
   for (const event of events) {
-    if (event.type === 'delta') replayer.delta(event.text);
+    if (event.type === 'delta') replayer.delta(event);
     else if (event.type === 'part') replayer.part(event.part);
     else if (event.type === 'turn.end') replayer.end(event);
   }
@@ -61,6 +62,25 @@ describe('uiMessageAgent', () => {
     expect(seen[1]!.message).toEqual(second);
     expect(seen[1]!.messages.map((message) => message.id)).toEqual(['u1', turnId, 'u2']);
     expect(seen[1]!.messages[1]).toEqual(logged);
+  });
+
+  it('counts a text-delta with providerMetadata in the text and its proof, and rebuilds it in order (W3)', async () => {
+    await start(() =>
+      (async function* () {
+        yield { type: 'start' } as UIMessageChunk;
+        yield { type: 'text-start', id: 't' } as UIMessageChunk;
+        yield { type: 'text-delta', id: 't', delta: 'The answer ' } as UIMessageChunk;
+        yield { type: 'text-delta', id: 't', delta: 'is ', providerMetadata: { mock: { cached: true } } } as UIMessageChunk;
+        yield { type: 'text-delta', id: 't', delta: '42.' } as UIMessageChunk;
+        yield { type: 'text-end', id: 't' } as UIMessageChunk;
+        yield { type: 'finish' } as UIMessageChunk;
+      })(),
+    );
+    const { turnId, events } = await send(question('u', 'x'));
+    const end = events.at(-1);
+    expect(end).toMatchObject({ type: 'turn.end', status: 'complete', textLength: 'The answer is 42.'.length, textSha256: await sha256Hex('The answer is 42.') });
+    const message = await referenceMessage(chunksOf(turnId, events) as never);
+    expect(message!.parts).toEqual([{ type: 'text', text: 'The answer is 42.', state: 'done', providerMetadata: { mock: { cached: true } } }]);
   });
 
   it('turns plain content into a user message, and takes the history an app supplies', async () => {

@@ -415,7 +415,7 @@ describe('schema and upgrades', () => {
   });
 
   it('times out an upgrade blocked by an old tab with storage_blocked, then recovers once it leaves', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
     const factory = new IDBFactory();
     const { store: previous } = makeStore({ indexedDB: factory });
     await previous.open();

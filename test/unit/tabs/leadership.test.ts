@@ -7,7 +7,7 @@ import { lead, type LeaseStore, type LockManagerLike } from '../../../src/tabs/l
 import { createFakeLocks, createFakeStorage, settle, until } from '../outbox/helpers.js';
 
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
   vi.setSystemTime(Date.UTC(2030, 0, 1));
 });
 afterEach(() => void vi.useRealTimers());

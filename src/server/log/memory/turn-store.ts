@@ -14,10 +14,10 @@ import {
 } from '../turn-log.js';
 
 /**
- * A logged event without its turnId and seq (both implied by its position). Deltas,
- * nearly every event of a turn, are kept as their bare text.
+ * A logged event without its turnId and seq (both implied by its position). Plain deltas,
+ * nearly every event of a turn without the AI SDK, are kept as their bare text.
  */
-type CompactEvent = string | Exclude<NewTurnEvent, { type: 'delta' }>;
+type CompactEvent = string | NewTurnEvent;
 
 interface Entry {
   turn: StoredTurn;
@@ -93,7 +93,8 @@ export class MemoryTurnStore {
     if (!entry) throw new Error(`Turn ${turnId} is unknown or expired.`);
     if (entry.endedAtMs !== undefined) throw new Error(`Turn ${turnId} has ended; its log is closed.`);
     // Own copy: the caller may reuse or mutate the object it passed in.
-    const compact: CompactEvent = event.type === 'delta' ? event.text : structuredClone(event);
+    const plain = event.type === 'delta' && event.partId === undefined && event.providerMetadata === undefined;
+    const compact: CompactEvent = plain ? event.text : structuredClone(event);
     entry.events.push(compact);
     const { turn } = entry;
     turn.lastSeq = entry.events.length;

@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { MessageContent, ServerTurnStatus, TurnEvent } from '../../../protocol/schemas.js';
+import type { JsonObject, MessageContent, ServerTurnStatus, TurnEvent } from '../../../protocol/schemas.js';
 import type { StoredTurn } from '../turn-log.js';
 
 /** A turn's record hash as HGETALL returns it. */
@@ -26,6 +26,8 @@ export function toStoredTurn(hash: TurnHash): StoredTurn {
   if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
   const delivery = hash['delivery'];
   turn.delivery = delivery === 'delivered' || delivery === 'mismatch' ? { state: delivery, ...(hash['deliveryAt'] === undefined ? {} : { at: hash['deliveryAt'] }) } : { state: 'pending' };
+  if (hash['context'] !== undefined) turn.context = JSON.parse(hash['context']) as JsonObject;
+  if (hash['continues'] !== undefined) turn.continues = hash['continues'];
   return turn;
 }
 

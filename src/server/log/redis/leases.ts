@@ -3,8 +3,8 @@ import { DELETE_IF_SAME, RENEW, TOUCH_IDEMPOTENCY } from './scripts.js';
 
 /** What this instance knows about a turn it produces, to keep its keys alive. */
 interface OwnedTurn {
-  /** `Date.now()` when this instance created it. */
-  claimedAt: number;
+  /** `performance.now()` when its keys' TTLs were last refreshed (claim or full renewal). */
+  refreshedAt: number;
   conversationKey: string;
   idempotencyKey?: string;
   /** Highest seq an append of this instance was acknowledged with. */
@@ -12,9 +12,19 @@ interface OwnedTurn {
 }
 
 /**
- * The producer leases this instance holds. Every `leaseMs / 3` each live turn it created
- * gets its lease renewed and its keys' TTLs refreshed, together with its conversation
- * index and idempotency record (each its own slot on a cluster, so its own command).
+ * The keys of a live turn live for `retentionMs + leaseMs` (a day by default), so their
+ * TTLs need refreshing far less often than the lease: once a minute, or at once when the
+ * lease was found gone.
+ */
+const REFRESH_KEYS_MS = 60_000;
+
+/**
+ * The producer leases this instance holds. From the moment a turn is claimed (created
+ * here) until it ends or is released, every `leaseMs / 4` its lease is extended (one
+ * `PEXPIRE`); about once a minute the turn's keys' TTLs are refreshed too, with its
+ * conversation index and idempotency record (each its own slot on a cluster, so its own
+ * command). Renewal does not wait for the turn's first event: a slow `turn.start` never
+ * loses a healthy turn. A turn created here that will not be produced is `release`d.
  */
 export class LeaseKeeper {
   readonly #ctx: RedisContext;
@@ -29,9 +39,9 @@ export class LeaseKeeper {
 
   /** A turn this instance just created. */
   claim(turnId: string, conversationKey: string): void {
-    this.#owned.set(turnId, { claimedAt: Date.now(), conversationKey, lastSeq: 0 });
+    this.#owned.set(turnId, { refreshedAt: performance.now(), conversationKey, lastSeq: 0 });
     if (this.#timer !== undefined) return;
-    this.#timer = setInterval(() => void this.#renew(), Math.max(1, Math.floor(this.#ctx.leaseMs / 3)));
+    this.#timer = setInterval(() => void this.#renew(), renewEveryMs(this.#ctx.leaseMs));
     (this.#timer as { unref?: () => void }).unref?.();
   }
 
@@ -58,6 +68,17 @@ export class LeaseKeeper {
   /** The turn ended; nothing to renew. */
   forget(turnId: string): void {
     this.#owned.delete(turnId);
+  }
+
+  /**
+   * This instance will not produce the turn (its submission failed after the turn was
+   * created): its lease is given up, so the next look by any instance ends it
+   * `producer_lost` instead of it being renewed forever.
+   */
+  async release(turnId: string): Promise<void> {
+    if (!this.#owned.delete(turnId)) return;
+    const { connection, keys, owner } = this.#ctx;
+    await connection.run(DELETE_IF_SAME, [keys.turn(turnId).lease], [owner]);
   }
 
   /**
@@ -93,39 +114,43 @@ export class LeaseKeeper {
   }
 
   async #renewOne(turnId: string, owned: OwnedTurn): Promise<void> {
-    const { connection, keys, owner, leaseMs, liveTtlMs, retentionMs, indexTtlMs, report } = this.#ctx;
-    const turnKeys = keys.turn(turnId);
+    const { connection, keys, leaseMs, report } = this.#ctx;
     try {
-      const held = await connection.run(
-        RENEW,
-        [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone],
-        [
-          owner,
-          leaseMs,
-          liveTtlMs,
-          liveTtlMs + retentionMs,
-          // A producer logs turn.start first thing; a turn without one after a whole
-          // lease was created but never started here (its request failed half-way).
-          Date.now() - owned.claimedAt > leaseMs ? '1' : '0',
-        ],
-      );
-      if (held === -1) {
-        report(new Error(`Turn ${turnId} was created but never started; its lease is left to lapse (it will end producer_lost).`), {
-          phase: 'store',
-          turnId,
-        });
+      if (performance.now() - owned.refreshedAt < REFRESH_KEYS_MS) {
+        // Only this instance ever sets this lease, so extending it needs no owner check;
+        // 0 means it lapsed (or the turn ended): the full renewal below decides.
+        const client = await connection.client();
+        if ((await client.pexpire(keys.turn(turnId).lease, leaseMs)) === 1) return;
       }
-      if (held !== 1) {
-        this.#owned.delete(turnId);
-        return;
-      }
-      const client = await connection.client();
-      await Promise.all([
-        client.pexpire(owned.conversationKey, indexTtlMs),
-        owned.idempotencyKey === undefined ? undefined : connection.run(TOUCH_IDEMPOTENCY, [owned.idempotencyKey], [turnId, liveTtlMs]),
-      ]);
+      await this.#refresh(turnId, owned);
     } catch (error) {
       report(error, { phase: 'store', turnId });
     }
   }
+
+  /** The lease taken (back) and every TTL of the turn refreshed; forgets a turn that ended. */
+  async #refresh(turnId: string, owned: OwnedTurn): Promise<void> {
+    const { connection, keys, owner, leaseMs, liveTtlMs, retentionMs, indexTtlMs } = this.#ctx;
+    const turnKeys = keys.turn(turnId);
+    const held = await connection.run(
+      RENEW,
+      [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone],
+      [owner, leaseMs, liveTtlMs, liveTtlMs + retentionMs],
+    );
+    if (held !== 1) {
+      this.#owned.delete(turnId);
+      return;
+    }
+    owned.refreshedAt = performance.now();
+    const client = await connection.client();
+    await Promise.all([
+      client.pexpire(owned.conversationKey, indexTtlMs),
+      owned.idempotencyKey === undefined ? undefined : connection.run(TOUCH_IDEMPOTENCY, [owned.idempotencyKey], [turnId, liveTtlMs]),
+    ]);
+  }
+}
+
+/** How often a held lease is extended: four times per lease, so one late renewal never lets it lapse. */
+export function renewEveryMs(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs / 4));
 }

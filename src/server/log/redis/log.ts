@@ -112,6 +112,8 @@ export class RedisTurnLog implements TurnLog {
         leaseMs,
         liveTtlMs,
         liveTtlMs + retentionMs,
+        init.context === undefined ? '' : JSON.stringify(init.context),
+        init.continues ?? '',
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
@@ -225,6 +227,15 @@ export class RedisTurnLog implements TurnLog {
         return;
       }
     }
+  }
+
+  async ping(): Promise<void> {
+    const client = await this.#ctx.connection.client();
+    await client.ping();
+  }
+
+  release(turnId: string): Promise<void> {
+    return this.#leases.release(turnId);
   }
 
   listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]> {

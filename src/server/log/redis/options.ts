@@ -35,10 +35,14 @@ export interface RedisTurnLogOptions {
    */
   retentionMs?: number;
   /**
-   * The producer lease of a live turn, ms. The instance that created a turn renews it
-   * every `producerLeaseMs / 3`; when it lapses (the instance died or lost Redis), the
-   * next reader on any instance ends the turn `failed` with error code `producer_lost`.
-   * Readers following a live turn check the lease as often as it is renewed. Default 15 000.
+   * The producer lease of a live turn, ms. The instance that created a turn extends it
+   * every `producerLeaseMs / 4` from the moment it creates the turn until `turn.end`;
+   * when it lapses (the instance died or lost Redis), the next look by any instance ends
+   * the turn `failed` with error code `producer_lost`. A follower idle on a live turn
+   * looks every `producerLeaseMs / 3`. Default 2 000: with the handler's 1 000 ms
+   * heartbeat, followers on any instance see a dead producer's turn end within about
+   * 2.7 s (under three heartbeats), before a client's 2.5 s stall watchdog would need to
+   * fire twice. Raise it if your Redis or event loop can pause longer than a second.
    */
   producerLeaseMs?: number;
   /** Clock for `createdAt`/`updatedAt`/`endedAt`, ms since the epoch. Default `Date.now`. Retention runs on Redis's clock. */
@@ -53,7 +57,8 @@ export interface RedisTurnLogOptions {
 
 /** 24 hours, the protocol's reference retention. */
 const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
-const DEFAULT_PRODUCER_LEASE_MS = 15_000;
+/** See `producerLeaseMs`: lease, renewal and heartbeat defaults are chosen together. */
+export const DEFAULT_PRODUCER_LEASE_MS = 2000;
 
 export interface Settings {
   prefix: string;

@@ -17,12 +17,15 @@ export class Script {
 
 /**
  * KEYS: turn, lease, tombstone. ARGV: id, conversationId, messageId, principal,
- * createdAt, content (JSON), owner, leaseMs, turn ttl, tombstone ttl. 1 = created, 0 = the id is taken.
+ * createdAt, content (JSON), owner, leaseMs, turn ttl, tombstone ttl, context (JSON, ''
+ * for none), continues ('' for none). 1 = created, 0 = the id is taken.
  */
 export const CREATE = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'conversationId', ARGV[2], 'messageId', ARGV[3], 'principal', ARGV[4],
   'status', 'pending', 'lastSeq', '0', 'createdAt', ARGV[5], 'updatedAt', ARGV[5], 'content', ARGV[6])
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'context', ARGV[11]) end
+if ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'continues', ARGV[12]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
 redis.call('SET', KEYS[2], ARGV[7], 'PX', ARGV[8])
 -- The tombstone names the principal, so an expired turn answers 410 only to its owner.
@@ -114,11 +117,10 @@ return ended_reply(seq)
 
 /**
  * KEYS: turn, events, lease, cancel, tombstone. ARGV: owner, leaseMs, key ttl, tombstone
- * ttl, '1' once the turn should have started. 1 = held, 0 = turn ended/gone, -1 = never started.
+ * ttl. 1 = held, 0 = turn ended/gone (or held by another).
  */
 export const RENEW = new Script(`
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'endedAt') == 1 then return 0 end
-if ARGV[5] == '1' and redis.call('HGET', KEYS[1], 'lastSeq') == '0' then return -1 end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[1] then return 0 end
 -- A lapsed lease of a turn nobody ended yet is simply taken back: the producer is alive.
