@@ -20,6 +20,8 @@ import { retryDelay, type RetryPolicy } from '../core/backoff.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import { sha256Hex } from '../protocol/integrity.js';
 import { sleep } from '../runtime/sleep.js';
+import { deadline } from '../runtime/deadline.js';
+import { realTimers } from '../ports/timers.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
 import type { NetworkMonitor } from '../ports/network.js';
 import { realStorage, type KeyValueStorage } from '../ports/storage.js';
@@ -90,8 +92,9 @@ function parse(value: string | null): ReceiptRecord | undefined {
 type Outcome = { kind: 'landed' } | { kind: 'mismatch' } | { kind: 'unsupported' } | { kind: 'failed'; failure: Failure };
 
 async function post(deps: ReceiptDeps, record: ReceiptRecord, signal: AbortSignal): Promise<Outcome> {
+  const limit = deadline(deps.timers ?? realTimers, deps.timeoutMs ?? 15_000, signal);
+  const bounded = limit.signal;
   try {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(deps.timeoutMs ?? 15_000)]);
     const headers = new Headers(await deps.headers());
     headers.set('content-type', 'application/json');
     headers.set('idempotency-key', await receiptKey(record.turnId));
@@ -113,6 +116,8 @@ async function post(deps: ReceiptDeps, record: ReceiptRecord, signal: AbortSigna
     return { kind: 'failed', failure };
   } catch (cause) {
     return { kind: 'failed', failure: thrownFailure(cause) };
+  } finally {
+    limit.clear();
   }
 }
 
