@@ -91,9 +91,9 @@ function makeEvents(turnId: string, count: number): TurnEvent[] {
   return events;
 }
 
-function textOf(events: readonly TurnEvent[]): string {
+function textOf(events: readonly { type: string; text?: string }[]): string {
   const parts: string[] = [];
-  for (const event of events) if (event.type === 'delta') parts.push(event.text);
+  for (const event of events) if (event.type === 'delta') parts.push(event.text ?? "");
   return parts.join('');
 }
 

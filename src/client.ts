@@ -13,11 +13,12 @@ import { createMemoryStore } from './storage/memory-store.js';
 import { createPersistence, type OutboxStorage, type Persistence } from './storage/persistence.js';
 import { createOutbox, type OutboxController, type OutboxDeps } from './outbox/outbox.js';
 import { createOutboxView, createSubmissionTracker, isUnaccepted } from './outbox/views.js';
+import { createReceiptQueue, type ReceiptQueue } from './outbox/receipts.js';
 import { headersResolver } from './transport/http.js';
 import { resolvePorts, type Ports } from './ports/index.js';
 import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
-import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Turn } from './types.js';
+import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Subscribable, Turn } from './types.js';
 import { abortable } from './runtime/abortable.js';
 import { createConversationView } from './client/conversation-view.js';
 import { createFollowerRegistry, type FollowerRegistry } from './client/followers.js';
@@ -78,13 +79,43 @@ function openOutbox(options: LifelineOptions, ports: Ports, deps: Omit<FollowerD
 }
 
 /**
+ * Delivery receipts (docs/protocol.md section 10): every turn this client followed to a
+ * verified end (the `completed` diagnostic) gets one; a `409` rebuilds the turn.
+ */
+function openReceipts(
+  deps: Omit<FollowerDeps, 'onChange'>,
+  registry: FollowerRegistry,
+  diagnostics: Subscribable<Diagnostic>,
+  options: LifelineOptions,
+): ReceiptQueue & { resend(turnId: string): void } {
+  const queue = createReceiptQueue({ ...deps, ...options.receipts, onMismatch: (turnId) => registry.followers.get(turnId)?.rebuild() });
+  const receiptOf = (turnId: string): void => {
+    const snapshot = registry.followers.get(turnId)?.getSnapshot();
+    // Ended by its turn.end and proven (a client-side failure sets `error`: nothing to vouch for).
+    if (!snapshot || snapshot.error !== undefined || !ENDED.has(snapshot.status) || snapshot.lastSeq === 0) return;
+    queue.add(turnId, snapshot.lastSeq, snapshot.text);
+  };
+  if (options.receipts?.enabled !== false) {
+    // Said once the end is applied and its text proven (follow-rules.ts `verified`); the snapshot is final a moment later.
+    diagnostics.subscribe((diagnostic) => {
+      if (diagnostic.type === 'completed') queueMicrotask(() => receiptOf(diagnostic.turnId));
+    });
+  }
+  return { ...queue, resend: (turnId) => (options.receipts?.enabled === false ? undefined : receiptOf(turnId)) };
+}
+
+const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
+
+/**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
  * followed and their conversations recovered from the server's list.
  */
-async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, clock }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, registry: FollowerRegistry, persist: boolean | undefined, signal: AbortSignal): Promise<void> {
+async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, clock }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, receipts: ReceiptQueue, registry: FollowerRegistry, persist: boolean | undefined, signal: AbortSignal): Promise<void> {
   const loaded = await persistence.open(persist);
   // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
   await outbox.start();
+  // Receipts earlier pages could not land (offline, server down).
+  receipts.start();
   const restored = registry.restore(loaded);
   // Stored text is visible now; the network starts after `ready`.
   queueMicrotask(() => {
@@ -127,6 +158,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   });
   const submissions = createSubmissionTracker(outbox, (turnId) => client.turn(turnId));
   const conversations = new Map<string, Conversation>();
+  const receipts = openReceipts(deps, registry, diagnostics, options);
 
   const client: Client = {
     diagnostics: { subscribe: diagnostics.subscribe },
@@ -134,7 +166,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     turns,
     outbox: createOutboxView(outbox, isUnaccepted),
     // Runs until its first await only: `client` exists before anything reads it. Resolves at once on dispose.
-    ready: abortable(start((id) => client.recover(id), deps, outbox, registry, options.persist, signal), signal).catch(() => undefined),
+    ready: abortable(start((id) => client.recover(id), deps, outbox, receipts, registry, options.persist, signal), signal).catch(() => undefined),
     turn(turnId) {
       assertUsable();
       assertId('turnId', turnId);
@@ -159,6 +191,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
           await client.ready;
           const listed = await listTurns(deps, conversationId, signal);
           await Promise.all(listed.map(registry.adopt));
+          // A turn this client holds whole that the server still has as undelivered (its receipt was lost with a cleared storage).
+          for (const turn of listed) if (turn.delivery?.state === 'pending') receipts.resend(turn.id);
           return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
         })(),
         signal,
@@ -167,6 +201,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     async clearStorage() {
       assertUsable();
       registry.clear();
+      receipts.clear();
       await abortable(
         outbox.clear().then(() => persistence.clear()),
         signal,
@@ -178,6 +213,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       registry.dispose();
       submissions.dispose();
       outbox.dispose();
+      receipts.dispose();
       void persistence.dispose();
     },
     followAccepted(entry, answer) {

@@ -51,6 +51,7 @@ export type {
   Outbox,
   OutboxEntry,
   OutboxOptions,
+  ReceiptOptions,
   OutboxRecord,
   OutboxState,
 } from './types.js';

@@ -156,6 +156,8 @@ export interface LifelineOptions {
   flushEvents?: number;
   /** Submission timeouts; each field's default is on {@link OutboxOptions}. */
   outbox?: OutboxOptions;
+  /** Delivery receipts (docs/protocol.md section 10); each field's default is on {@link ReceiptOptions}. */
+  receipts?: ReceiptOptions;
   /** Receives every diagnostic (also available as `client.diagnostics`). Default: none. */
   onDiagnostic?: (diagnostic: Diagnostic) => void;
   /**
@@ -170,6 +172,15 @@ export interface OutboxOptions {
   /** Per-request timeout, ms. Default 15 000. */
   timeoutMs?: number;
   /** Give up on an entry this long after it was created, ms. Default 24 h. */
+  maxAgeMs?: number;
+}
+
+export interface ReceiptOptions {
+  /** Send a receipt for every turn followed to a verified end. Default true. */
+  enabled?: boolean;
+  /** Per-request timeout, ms. Default 15 000. */
+  timeoutMs?: number;
+  /** Give up on a receipt this long after the turn ended, ms. Default 24 h. */
   maxAgeMs?: number;
 }
 
@@ -285,7 +296,14 @@ export type Diagnostic =
    * Tabs of one origin and namespace share one stream per turn: the `leader` tab holds
    * it and relays its events, a `watcher` applies what the leader relays.
    */
-  | { type: 'shared'; at: number; turnId: string; role: 'leader' | 'watcher' };
+  | { type: 'shared'; at: number; turnId: string; role: 'leader' | 'watcher' }
+  /**
+   * A delivery receipt (docs/protocol.md section 10): `delivered` once the server recorded it,
+   * `retry` before another attempt, `mismatch` when the server's text differs (the turn is
+   * rebuilt from a full replay), `unsupported` once when the server predates receipts
+   * (1.1: no receipt is sent again), `dropped` when refused or too old.
+   */
+  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError };
 
 export type DiagnosticType = Diagnostic['type'];
 

@@ -7,7 +7,7 @@
 import type { RunContext } from './context.js';
 
 /** Protocol sections a check belongs to; `s0` is the page's preamble (error bodies, JSON). */
-export type SectionId = 's0' | 's1' | 's2' | 's3' | 's4' | 's5' | 's9';
+export type SectionId = 's0' | 's1' | 's2' | 's3' | 's4' | 's5' | 's9' | 's10' | 's11';
 
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 

@@ -5,12 +5,14 @@ import type { ConformanceOptions } from './context.js';
 
 export const USAGE = `Usage: lifeline-conformance <base-url> [options]
 
-Checks a server against the Lifeline wire protocol 1.1 over HTTP.
+Checks a server against the Lifeline wire protocol 1.2 over HTTP.
 Example: lifeline-conformance http://127.0.0.1:8787/api
 
 Options:
-  --only s2,s3           run only these sections (s0–s5, s9) or check ids (s2.seq-contiguous)
+  --only s2,s3           run only these sections (s0–s5, s9, s10, s11) or check ids (s2.seq-contiguous)
   --header 'Name: value' send this header on every request (repeatable)
+  --operator-header 'Name: value'
+                         the operator's credentials, for section 11 (repeatable; without it s11 is skipped)
   --json                 print the report as JSON instead of one line per check
   --timeout <ms>         longest wait for one answer (default 10000)
   --turn-timeout <ms>    longest wait for a followed turn to end (default 30000)
@@ -63,6 +65,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     holdMs: milliseconds('hold', values.hold),
   };
   const options: ConformanceOptions = { baseUrl: positionals[0] as string, headers };
+  if (values['operator-header'] !== undefined) options.operatorHeaders = Object.fromEntries(values['operator-header'].map(headerOf));
   for (const [key, value] of Object.entries(numbers)) if (value !== undefined) Object.assign(options, { [key]: value });
   if (values.only !== undefined) options.only = values.only.split(',').map((part) => part.trim()).filter((part) => part !== '');
   return { help: false, json: values.json === true, options };
@@ -76,6 +79,7 @@ function parse(argv: readonly string[]) {
     options: {
       only: { type: 'string' },
       header: { type: 'string', multiple: true },
+      'operator-header': { type: 'string', multiple: true },
       json: { type: 'boolean' },
       timeout: { type: 'string' },
       'turn-timeout': { type: 'string' },

@@ -14,6 +14,8 @@ export interface ConformanceOptions {
   only?: readonly string[];
   /** Headers sent on every request, e.g. `{ authorization: 'Bearer …' }`. */
   headers?: Record<string, string>;
+  /** The operator's credentials, sent on operator API requests (section 11). Without them section 11 is skipped. */
+  operatorHeaders?: Record<string, string>;
   /** Longest wait for one answer (headers and body of a JSON answer), ms. Default 10 000. */
   timeoutMs?: number;
   /** Longest wait for a turn to end once followed, ms. Default 30 000. */
@@ -54,6 +56,7 @@ export interface ResolvedOptions {
   slackMs: number | undefined;
   holdMs: number;
   runId: string;
+  operatorHeaders: Record<string, string> | undefined;
 }
 
 /** Builds the context of one run. */
@@ -73,6 +76,7 @@ export function createRunContext(options: ConformanceOptions): RunContext {
     slackMs: options.slackMs,
     holdMs: options.holdMs ?? 30_000,
     runId,
+    operatorHeaders: options.operatorHeaders,
   };
   let keys = 0;
   const base: BaseContext = {

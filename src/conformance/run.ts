@@ -7,7 +7,7 @@ import { createRunContext, type ConformanceOptions, type RunContext } from './co
 /** What {@link runConformance} resolves with. */
 export interface ConformanceReport {
   /** The protocol version the suite holds the server to. */
-  protocol: '1.1';
+  protocol: '1.2';
   baseUrl: string;
   results: CheckResult[];
   passed: number;
@@ -22,7 +22,7 @@ export function selectChecks(only: readonly string[] | undefined): readonly Chec
   if (only === undefined || only.length === 0) return ALL_CHECKS;
   for (const wanted of only) {
     if (!ALL_CHECKS.some((check) => check.id === wanted || sectionOf(check.id) === wanted)) {
-      throw new LifelineError('invalid_argument', `--only ${JSON.stringify(wanted)} names no section (s0–s5, s9) and no check id.`);
+      throw new LifelineError('invalid_argument', `--only ${JSON.stringify(wanted)} names no section (s0–s5, s9, s10, s11) and no check id.`);
     }
   }
   return ALL_CHECKS.filter((check) => only.includes(check.id) || only.includes(sectionOf(check.id)));
@@ -77,5 +77,5 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   }
   const count = (status: CheckStatus): number => results.filter((result) => result.status === status).length;
   const failed = count('fail');
-  return { protocol: '1.1', baseUrl: options.baseUrl, results, passed: count('pass'), failed, skipped: count('skip'), ok: failed === 0 };
+  return { protocol: '1.2', baseUrl: options.baseUrl, results, passed: count('pass'), failed, skipped: count('skip'), ok: failed === 0 };
 }

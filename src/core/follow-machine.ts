@@ -29,7 +29,7 @@ export function transition(state: FollowState, input: FollowInput, env: FollowEn
 class FollowStep extends StepRules {
   handle(input: FollowInput): void {
     const s = this.state;
-    if (s.phase === 'done' && input.kind !== 'revive' && input.kind !== 'close' && input.kind !== 'start') return;
+    if (s.phase === 'done' && input.kind !== 'revive' && input.kind !== 'rebuild' && input.kind !== 'close' && input.kind !== 'start') return;
     switch (input.kind) {
       case 'restored':
         if (s.following) return;
@@ -49,6 +49,12 @@ class FollowStep extends StepRules {
         // A revived turn gets a fresh retry budget (docs/faults.md row 37) and replays first.
         this.set({ phase: 'idle', following: false, revivable: false, error: undefined, authRetried: false, backoff: FRESH_BACKOFF, misses: 0 });
         this.do({ kind: 'unsettle' });
+        return this.handle({ kind: 'start', replayFirst: true });
+      case 'rebuild':
+        // Only an ended turn this client verified; `rebuilt` makes a second difference a failure, not a loop.
+        if (s.phase !== 'done' || s.error !== undefined) return;
+        this.set({ phase: 'idle', following: false, revivable: false, authRetried: false, backoff: FRESH_BACKOFF, misses: 0, rebuilt: true, hasEvents: false, ended: false });
+        this.do({ kind: 'unsettle' }, { kind: 'discard' });
         return this.handle({ kind: 'start', replayFirst: true });
       case 'online':
         this.set({ online: true });

@@ -108,6 +108,8 @@ export type FollowInput =
   | { kind: 'start'; replayFirst: boolean }
   | { kind: 'close' }
   | { kind: 'revive' }
+  /** The server says a verified turn's text differs (a delivery receipt's `409`, docs/protocol.md section 10): rebuild it. */
+  | { kind: 'rebuild' }
   | { kind: 'recover' }
   | { kind: 'online' }
   | { kind: 'offline' }

@@ -175,6 +175,13 @@ class Follower implements TurnFollower {
     return over;
   }
 
+  rebuild(): void {
+    if (this.#machine.phase !== 'done' || this.#machine.error !== undefined) return;
+    // Like revive: the turn is followed again, shared with the other tabs.
+    this.#join();
+    this.#dispatch({ kind: 'rebuild' });
+  }
+
   revive(): Promise<void> {
     if (this.#machine.phase !== 'done' || !this.#machine.revivable) return Promise.resolve();
     this.#join();

@@ -77,6 +77,8 @@ export interface TurnFollower extends Turn {
   start(replayFirst?: boolean): Promise<void>;
   /** A turn that failed for a reason that may pass is followed again, through replay, with a fresh retry budget. */
   revive(): Promise<void>;
+  /** An ended, verified turn the server says differs (a receipt's 409): its copy is thrown away and replayed from 0, once. */
+  rebuild(): void;
   /**
    * Replays the log next to whatever the main loop does (`recover()`): both paths merge
    * by seq. Resolves once that replay is over, or once the main loop's replay that took

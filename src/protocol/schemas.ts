@@ -182,6 +182,16 @@ export const TURN_EVENT_TYPES: readonly TurnEventType[] = ['turn.start', 'delta'
 export const turnStatusSchema = z.enum(['pending', 'streaming', 'complete', 'failed', 'cancelled']);
 export type ServerTurnStatus = z.infer<typeof turnStatusSchema>;
 
+/** Whether the client has proven it holds the turn's whole answer (section 10, since 1.2). */
+export const deliveryStateSchema = z.enum(['pending', 'delivered', 'mismatch']);
+export type DeliveryState = z.infer<typeof deliveryStateSchema>;
+export const deliverySchema = z.object({
+  state: deliveryStateSchema,
+  /** ISO 8601 of the first receipt. */
+  at: z.optional(timestampSchema),
+});
+export type Delivery = z.infer<typeof deliverySchema>;
+
 export const turnObjectSchema = z.object({
   id: idSchema,
   ...origin,
@@ -191,6 +201,8 @@ export const turnObjectSchema = z.object({
   updatedAt: timestampSchema,
   /** The message content that started the turn (1.1); optional because a 1.0 server does not send it. */
   content: z.optional(messageContentSchema),
+  /** Delivery receipts (1.2); optional because a 1.1 server does not send it. */
+  delivery: z.optional(deliverySchema),
   /** A continuation turn (1.2, §9): the id of the assistant message it continues. */
   continues: z.optional(idSchema),
 });
@@ -209,6 +221,33 @@ export type ListAnswer = z.infer<typeof listAnswerSchema>;
 
 export const cancelAnswerSchema = z.object({ turn: turnObjectSchema });
 export type CancelAnswer = z.infer<typeof cancelAnswerSchema>;
+
+// ---------------------------------------------------------------- section 10: receipts
+
+/** `POST /turns/{id}/delivered`: the turn.end seq and the SHA-256 (hex) of the client's own copy of the text. */
+export const receiptBodySchema = z.object({
+  seq: seqSchema,
+  textSha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
+});
+export type ReceiptBody = z.infer<typeof receiptBodySchema>;
+
+export const receiptAnswerSchema = z.object({ turn: turnObjectSchema });
+export type ReceiptAnswer = z.infer<typeof receiptAnswerSchema>;
+
+// ---------------------------------------------------------------- section 11: operator API
+
+/** The states an operator lists turns by. */
+export const operatorStateSchema = z.enum(['live', 'stuck', 'undelivered', 'mismatch', 'failed']);
+export type OperatorState = z.infer<typeof operatorStateSchema>;
+/** A turn object as the operator API shows it: with the principal it belongs to. */
+export const operatorTurnSchema = z.extend(turnObjectSchema, { principal: z.string() });
+export type OperatorTurn = z.infer<typeof operatorTurnSchema>;
+export const operatorListAnswerSchema = z.object({ turns: z.array(operatorTurnSchema) });
+export type OperatorListAnswer = z.infer<typeof operatorListAnswerSchema>;
+export const operatorShowAnswerSchema = z.object({ turn: operatorTurnSchema, events: z.array(z.unknown()), hasMore: z.boolean() });
+export type OperatorShowAnswer = z.infer<typeof operatorShowAnswerSchema>;
+export const operatorEndAnswerSchema = z.object({ turn: operatorTurnSchema });
+export type OperatorEndAnswer = z.infer<typeof operatorEndAnswerSchema>;
 
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string().check(z.regex(/^[a-z0-9_]+$/)), message: z.string() }),
@@ -240,6 +279,10 @@ export type ServerErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'bad_request'
+  | 'turn_not_ended'
+  | 'invalid_receipt'
+  | 'delivery_mismatch'
+  | 'invalid_query'
   | 'internal_error'
   // The reference server's answers on a bad day (docs/faults.md #50–#52).
   | 'unavailable'

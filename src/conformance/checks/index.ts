@@ -1,6 +1,8 @@
 /** Every check, in the order they run: the preamble's check last, as it judges every error seen. */
 import type { Check } from '../check.js';
 import { cancelChecks } from './cancel.js';
+import { deliveryChecks } from './delivery.js';
+import { operatorChecks } from './operator.js';
 import { contextChecks, continuationChecks } from './continuation.js';
 import { generalChecks } from './general.js';
 import { heartbeatChecks } from './heartbeat.js';
@@ -19,6 +21,8 @@ export const ALL_CHECKS: readonly Check[] = [
   ...replayChecks,
   ...listChecks,
   ...cancelChecks,
+  ...deliveryChecks,
+  ...operatorChecks,
   ...continuationChecks,
   ...generalChecks,
 ];

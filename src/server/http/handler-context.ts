@@ -1,5 +1,7 @@
 import type { TurnProducer, ServerErrorReporter } from '../producer/producer.js';
 import type { TurnLog } from '../log/turn-log.js';
+import type { ServerMetrics } from '../metrics.js';
+import type { OperatorSettings } from './operator-access.js';
 import type { CrossSitePolicy } from './cross-site.js';
 import type { FeedHub } from './turn-feed.js';
 
@@ -19,4 +21,7 @@ export interface HandlerContext {
   maxBodyBytes: number;
   maxLiveTurns: number;
   report: ServerErrorReporter;
+  metrics: ServerMetrics;
+  /** The operator API's settings; `undefined` while it is off (every `/operator` route answers 404). */
+  operator: OperatorSettings | undefined;
 }

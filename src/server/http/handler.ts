@@ -5,13 +5,17 @@ import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from '../log/memory/index.j
 import { TurnProducer, type ServerErrorReporter } from '../producer/producer.js';
 import { checkId } from './request-parsing.js';
 import { HttpError, errorResponse, jsonResponse } from './responses.js';
-import { ALLOWED_METHOD, matchRoute, normalizeBasePath } from './routes.js';
+import { ALLOWED_METHOD, isOperatorPath, matchOperatorRoute, matchRoute, normalizeBasePath } from './routes.js';
 import { submitMessage } from './submit.js';
 import { CrossSitePolicy, type CorsOptions } from './cross-site.js';
 import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from './store-guard.js';
 import { FeedHub } from './turn-feed.js';
 import type { TurnLog } from '../log/turn-log.js';
 import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
+import { deliveredTurn } from './delivered.js';
+import { createServerMetrics, type MeterLike } from '../metrics.js';
+import { operatorIdentity, type OperatorAuditEntry, type OperatorSettings } from './operator-access.js';
+import { endOperatorTurn, listOperatorTurns, showOperatorTurn } from './operator-routes.js';
 
 /** Options of {@link createLifelineHandler}. */
 export interface LifelineHandlerOptions {
@@ -60,6 +64,32 @@ export interface LifelineHandlerOptions {
   now?: () => number;
   /** Failures handled without a client seeing the details (agent throws, store errors). Default `console.error`. */
   onError?: ServerErrorReporter;
+  /**
+   * Turns the operator API on (docs/protocol.md section 11) and names the operator: return
+   * an identity (a non-empty string, given to `audit`); throw, reject or return nothing to
+   * refuse. Separate from `authorize`: an operator sees every principal's turns. While
+   * absent, and for every refused request, every `/operator` route answers `404 not_found`.
+   * Default: absent (off).
+   *
+   * @example
+   * authorizeOperator: (request) => {
+   *   if (request.headers.get('authorization') !== `Bearer ${process.env.OPERATOR_TOKEN}`) throw new Error('no');
+   *   return 'support';
+   * }
+   */
+  authorizeOperator?: (request: Request) => string | Promise<string>;
+  /** Receives every operator action that changed something, with the operator's identity. Default: `console.info` of the entry. */
+  audit?: (entry: OperatorAuditEntry) => void | Promise<void>;
+  /** A live turn with nothing logged for this long is listed `stuck`, ms. Default 60 000. */
+  stuckAfterMs?: number;
+  /** An ended turn with no receipt this long after its end is listed `undelivered`, ms. Default 60 000. */
+  undeliveredAfterMs?: number;
+  /**
+   * An OpenTelemetry `Meter` (`metrics.getMeter('lifeline')` from `@opentelemetry/api`):
+   * counters `lifeline.turns.started|completed|failed|stuck|undelivered` and the histogram
+   * `lifeline.delivery.latency` (ms). Default: none (nothing is measured).
+   */
+  meter?: MeterLike;
   /**
    * Longest wait on one turn-log call while answering a request, ms; past it, or when the
    * log fails, the answer is `503 unavailable` with `Retry-After` (the client's outbox and
@@ -112,9 +142,24 @@ function reporter(options: LifelineHandlerOptions): ServerErrorReporter {
   );
 }
 
+/** The operator API's settings; `undefined` (off) without `authorizeOperator`. */
+function operatorSettings(options: LifelineHandlerOptions): OperatorSettings | undefined {
+  const { authorizeOperator } = options;
+  if (!authorizeOperator) return undefined;
+  return {
+    authorize: authorizeOperator,
+    audit: options.audit ?? ((entry) => console.info('[lifeline] operator', JSON.stringify(entry))),
+    stuckAfterMs: options.stuckAfterMs ?? 60_000,
+    undeliveredAfterMs: options.undeliveredAfterMs ?? 60_000,
+    // Long enough for the producing instance to poll its cancel key a few times.
+    endWaitMs: Math.max(5000, 3 * (options.cancelPollMs ?? 1000)),
+  };
+}
+
 /** Resolves the options into what the routes share. */
 function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerContext {
   const report = reporter(options);
+  const metrics = createServerMetrics(options.meter);
   const producer = new TurnProducer({
     // The producer appends through the log itself: an append may take its time through a failover.
     log,
@@ -126,6 +171,7 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
     },
     cancelPollMs: options.cancelPollMs ?? 1000,
     report,
+    metrics,
   });
   const guarded = guardStore(log, options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, report);
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
@@ -141,6 +187,8 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
     maxLiveTurns: options.maxLiveTurns ?? DEFAULT_MAX_LIVE_TURNS,
     crossSite: new CrossSitePolicy(options.cors),
     report,
+    metrics,
+    operator: operatorSettings(options),
   };
 }
 
@@ -178,6 +226,7 @@ async function route(context: HandlerContext, options: LifelineHandlerOptions, b
     if (!path.startsWith(`${basePath}/`)) throw new HttpError(404, 'not_found', 'No such route.');
     path = path.slice(basePath.length);
   }
+  if (isOperatorPath(path)) return operatorRoute(context, request, url, path);
   const matched = matchRoute(path);
   if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
   const allowed = ALLOWED_METHOD[matched.kind];
@@ -206,7 +255,24 @@ async function route(context: HandlerContext, options: LifelineHandlerOptions, b
     case 'cancel':
       checkId(matched.turnId, 'turn id');
       return cancelTurn(context, matched.turnId, principal);
+    case 'delivered':
+      checkId(matched.turnId, 'turn id');
+      return deliveredTurn(context, request, matched.turnId, principal);
   }
+}
+
+/** Below `/operator`: the operator's consent comes first, so nothing there answers anything but 404 without it. */
+async function operatorRoute(context: HandlerContext, request: Request, url: URL, path: string): Promise<Response> {
+  const operator = await operatorIdentity(context.operator, request);
+  const settings = context.operator!;
+  const matched = matchOperatorRoute(path);
+  if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
+  const allowed = ALLOWED_METHOD[matched.kind];
+  if (request.method !== allowed) throw new HttpError(405, 'method_not_allowed', `Use ${allowed} on this route.`, { allow: allowed });
+  if (matched.kind === 'operator-list') return listOperatorTurns(context, settings, url);
+  checkId(matched.turnId, 'turn id');
+  if (matched.kind === 'operator-show') return showOperatorTurn(context, url, matched.turnId);
+  return endOperatorTurn(context, settings, request, matched.turnId, operator);
 }
 
 /** The answer to one request, typed errors included, before CORS headers and HEAD. */

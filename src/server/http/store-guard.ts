@@ -62,5 +62,10 @@ export function guardStore(log: TurnLog, timeoutMs: number, report: ServerErrorR
   };
   const release = log.release?.bind(log);
   if (release) view.release = bound((turnId: string) => release(turnId));
+  // Receipts and the operator API (sections 10, 11): passed on only where the log has them.
+  if (log.recordDelivery) view.recordDelivery = bound((turnId, receipt, at) => log.recordDelivery!(turnId, receipt, at));
+  if (log.listOperatorTurns) view.listOperatorTurns = bound((query) => log.listOperatorTurns!(query));
+  if (log.requestStop) view.requestStop = bound((turnId, stop) => log.requestStop!(turnId, stop));
+  if (log.stopRequest) view.stopRequest = bound((turnId) => log.stopRequest!(turnId));
   return view;
 }

@@ -6,7 +6,7 @@ const MAX_CONTENT_DEPTH = 64;
 const POISON_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Reads at most `max` bytes of body; `undefined` when it is larger. */
-async function readBody(request: Request, max: number): Promise<Uint8Array | undefined> {
+export async function readBody(request: Request, max: number): Promise<Uint8Array | undefined> {
   const declared = request.headers.get('content-length');
   if (declared !== null && /^[0-9]+$/.test(declared) && Number(declared) > max) return undefined;
   if (request.body === null) return new Uint8Array(0);

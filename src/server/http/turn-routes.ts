@@ -12,7 +12,7 @@ const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 200;
 
 /** The wire view of a stored turn: no principal, no internal bookkeeping. */
-function turnObject(turn: StoredTurn): TurnObject {
+export function turnObject(turn: StoredTurn): TurnObject {
   return {
     id: turn.id,
     conversationId: turn.conversationId,
@@ -22,16 +22,17 @@ function turnObject(turn: StoredTurn): TurnObject {
     createdAt: turn.createdAt,
     updatedAt: turn.updatedAt,
     content: turn.content,
+    delivery: turn.delivery ?? { state: 'pending' },
     ...(turn.continues !== undefined && { continues: turn.continues }),
   };
 }
 
-function isEnded(turn: StoredTurn): boolean {
+export function isEnded(turn: StoredTurn): boolean {
   return turn.endedAt !== undefined || !LIVE_STATUSES.has(turn.status);
 }
 
 /** A turn visible to `principal`; another principal's turn is unknown in every state, expired included (§8). */
-async function visibleTurn(context: HandlerContext, turnId: string, principal: string): Promise<StoredTurn> {
+export async function visibleTurn(context: HandlerContext, turnId: string, principal: string): Promise<StoredTurn> {
   const turn = await context.log.getTurn(turnId);
   if (turn === undefined || turn.principal !== principal) throw new HttpError(404, 'turn_not_found', 'No such turn.');
   if (isExpiredTurn(turn)) throw new HttpError(410, 'turn_expired', 'The turn ended longer ago than the retention period; its log is gone.');

@@ -1,4 +1,5 @@
-import type { JsonObject, MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { JsonObject, MessageContent, ReceiptBody, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { OperatorQuery } from './operator-index.js';
 
 /**
  * A turn's record as a store keeps it. `principal` scopes visibility (see
@@ -12,6 +13,39 @@ export interface StoredTurn extends TurnObject {
   context?: JsonObject;
   /** Set once the turn's log holds `turn.end`; retention counts from here. */
   endedAt?: string;
+  /** The `textSha256` of its `turn.end`, kept so a receipt is checked without reading the log (section 10). */
+  textSha256?: string;
+}
+
+/**
+ * What {@link TurnLog.recordDelivery} made of a receipt: `recorded` (now or before),
+ * `mismatch` (the hash differs; recorded as such unless already delivered), or why it
+ * was refused. `turn` is the record after the receipt.
+ */
+export type DeliveryOutcome =
+  | { kind: 'recorded' | 'mismatch'; turn: StoredTurn }
+  | { kind: 'not_ended' | 'invalid_seq'; turn: StoredTurn }
+  | { kind: 'unknown' };
+
+/** Why a live turn is asked to stop: a user's cancel, or an operator's end with its reason (section 11). */
+export type StopRequest = { kind: 'cancel' } | { kind: 'operator'; reason: string };
+
+/**
+ * The receipt rules of docs/protocol.md section 10, on a record (shared by every store so
+ * they cannot differ): `undefined` when the receipt changes nothing.
+ */
+export function applyReceipt(turn: StoredTurn, receipt: ReceiptBody, at: string): { outcome: DeliveryOutcome['kind']; delivery?: StoredTurn['delivery'] } {
+  if (turn.endedAt === undefined || turn.textSha256 === undefined) return { outcome: 'not_ended' };
+  if (receipt.seq !== turn.lastSeq) return { outcome: 'invalid_seq' };
+  const current = turn.delivery ?? { state: 'pending' };
+  if (receipt.textSha256 !== turn.textSha256) {
+    // Delivered stays delivered: one device's bad copy does not undo another's proof.
+    if (current.state !== 'pending') return { outcome: 'mismatch' };
+    return { outcome: 'mismatch', delivery: { state: 'mismatch', at } };
+  }
+  if (current.state === 'delivered') return { outcome: 'recorded' };
+  // A mismatch repaired by the client's rebuild becomes delivered, at the first good receipt.
+  return { outcome: 'recorded', delivery: { state: 'delivered', at } };
 }
 
 /** What {@link TurnLog.createTurn} receives. */
@@ -42,6 +76,7 @@ export function pendingTurn(init: NewTurn): StoredTurn {
     ...(init.continues !== undefined && { continues: init.continues }),
     ...(init.context !== undefined && { context: init.context }),
     principal: init.principal,
+    delivery: { state: 'pending' },
   };
 }
 
@@ -170,6 +205,20 @@ export interface TurnLog {
   ping?(): Promise<void>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+  /**
+   * Records a delivery receipt (section 10, since 1.2) atomically on the turn's record.
+   * Optional: without it the handler answers the receipt route `404`, like a 1.1 server.
+   */
+  recordDelivery?(turnId: string, receipt: ReceiptBody, at: string): Promise<DeliveryOutcome>;
+  /**
+   * Turns in an operator state, newest first, through the log's operator index (section 11).
+   * Optional: without it the operator API answers `404` for listings.
+   */
+  listOperatorTurns?(query: OperatorQuery): Promise<StoredTurn[]>;
+  /** Like {@link requestCancel}, saying why; what {@link stopRequest} answers on every instance. Optional. */
+  requestStop?(turnId: string, stop: StopRequest): Promise<void>;
+  /** The stop asked for a live turn, if any (cross-instance in Redis). Optional: else {@link isCancelRequested}. */
+  stopRequest?(turnId: string): Promise<StopRequest | undefined>;
 }
 
 /** The end statuses a turn can reach, for convenience. */

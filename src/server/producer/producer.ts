@@ -5,6 +5,7 @@ import { conversationReader } from './conversation.js';
 import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar, type ProducerLimits } from './agent-events.js';
 import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
 import { AppendQueue } from './append-queue.js';
+import type { ServerMetrics } from '../metrics.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
@@ -12,8 +13,18 @@ export type ServerErrorPhase = 'agent' | 'store' | 'request';
 /** Receives failures the server handled but an operator should see. */
 export type ServerErrorReporter = (error: unknown, context: { phase: ServerErrorPhase; turnId?: string }) => void;
 
+/** An operator's end of a live turn (docs/protocol.md section 11), with the reason logged in its `turn.end`. */
+export interface OperatorStop {
+  kind: 'operator';
+  reason: string;
+}
+
 /** Why a producer was stopped from outside. */
-export type StopReason = 'cancel' | 'shutdown';
+export type StopReason = 'cancel' | 'shutdown' | OperatorStop;
+
+function isOperatorStop(reason: unknown): reason is OperatorStop {
+  return typeof reason === 'object' && reason !== null && (reason as { kind?: unknown }).kind === 'operator';
+}
 
 export interface ProducerDeps {
   log: TurnLog;
@@ -22,6 +33,8 @@ export interface ProducerDeps {
   /** How often a live turn checks the log for a cancel requested on another instance, ms. */
   cancelPollMs: number;
   report: ServerErrorReporter;
+  /** Counts turns started and ended here (http/metrics.ts); default: nothing counted. */
+  metrics?: Pick<ServerMetrics, 'started' | 'ended'>;
 }
 
 const ABORTED = Symbol('aborted');
@@ -48,6 +61,7 @@ interface Produced extends LoggedSoFar {
 /** The `turn.end` status and error of a run: a stop from outside outranks how the agent ended. */
 function endOf(signal: AbortSignal, failure: JsonValue | undefined): { status: TurnEndStatus; error?: JsonValue } {
   if (signal.aborted) {
+    if (isOperatorStop(signal.reason)) return { status: 'failed', error: { code: 'ended_by_operator', message: signal.reason.reason } };
     return signal.reason === 'shutdown'
       ? { status: 'failed', error: { code: 'server_shutdown', message: 'The server shut down while producing this turn.' } }
       : { status: 'cancelled' };
@@ -84,6 +98,7 @@ export class TurnProducer {
   /** Starts producing `turn` in the background; `headers` are the submit request's (the agent's, never stored). */
   start(turn: StoredTurn, headers: Headers): void {
     const controller = new AbortController();
+    this.#deps.metrics?.started();
     const done = this.#run(turn, headers, controller).finally(() => this.#live.delete(turn.id));
     this.#live.set(turn.id, { controller, done });
   }
@@ -140,6 +155,7 @@ export class TurnProducer {
         textSha256,
       });
       await queue.flush();
+      this.#deps.metrics?.ended(status);
     } catch (cause) {
       // The log itself failed: report it, then try once to end the turn so followers stop waiting.
       report(cause instanceof StoreFailure ? cause.cause : cause, { phase: 'store', turnId: turn.id });
@@ -150,12 +166,18 @@ export class TurnProducer {
     }
   }
 
-  /** A cancel may be requested on another instance: only the log tells this one. */
+  /** A cancel or an operator's end may be requested on another instance: only the log tells this one. */
   #watchForCancel(turnId: string, controller: AbortController): ReturnType<typeof setInterval> {
+    const { log } = this.#deps;
+    const asked = async (): Promise<StopReason | undefined> => {
+      if (!log.stopRequest) return (await log.isCancelRequested(turnId)) ? 'cancel' : undefined;
+      const stop = await log.stopRequest(turnId);
+      return stop === undefined ? undefined : stop.kind === 'cancel' ? 'cancel' : stop;
+    };
     const poll = setInterval(() => {
-      this.#deps.log.isCancelRequested(turnId).then(
-        (requested) => {
-          if (requested) controller.abort('cancel' satisfies StopReason);
+      asked().then(
+        (reason) => {
+          if (reason !== undefined) controller.abort(reason);
         },
         (cause: unknown) => this.#deps.report(cause, { phase: 'store', turnId }),
       );

@@ -10,8 +10,8 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-/** Not client code: the reference server and the conformance suite run on Node, not in the page. */
-const OUTSIDE = ['src/server/', 'src/conformance/', 'src/ports/'];
+/** Not client code: the reference server, the conformance suite and lifeline-admin run on Node, not in the page. */
+const OUTSIDE = ['src/server/', 'src/conformance/', 'src/admin/', 'src/ports/'];
 
 /** Globals only a port may read. */
 const BANNED = new Set([

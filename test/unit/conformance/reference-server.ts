@@ -14,7 +14,7 @@ import type { Breakage } from './breakages.js';
 export const HEARTBEAT_MS = 100;
 
 /** Suite options for the test server: a short quiet pause, bounded waits. */
-export const FAST: Omit<ConformanceOptions, 'baseUrl'> = { pauseMs: 350, holdMs: 10_000, timeoutMs: 5000, turnTimeoutMs: 10_000 };
+export const FAST: Omit<ConformanceOptions, 'baseUrl'> = { pauseMs: 350, holdMs: 10_000, timeoutMs: 5000, turnTimeoutMs: 10_000, operatorHeaders: { authorization: 'Bearer conformance-operator' } };
 
 export interface ConformanceServer {
   baseUrl: string;
@@ -38,6 +38,12 @@ export async function startConformanceServer(options: ConformanceServerOptions =
     basePath: '/api',
     heartbeatMs: HEARTBEAT_MS,
     onError: (error) => errors.push(error),
+    cancelPollMs: 50,
+    authorizeOperator: (request) => {
+      if (request.headers.get('authorization') !== 'Bearer conformance-operator') throw new Error('not an operator');
+      return 'conformance-operator';
+    },
+    audit: () => undefined,
     ...(options.store ? { store: options.store } : {}),
     ...(options.authorize ? { authorize: options.authorize } : {}),
   });

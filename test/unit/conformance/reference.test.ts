@@ -12,6 +12,7 @@ import { FAST, startConformanceServer } from './reference-server.js';
 
 const NEEDS_AGENT = [
   's1.context',
+  's11.end',
   's2.agent-events',
   's2.failed-turn',
   's2.heartbeats',

@@ -10,7 +10,9 @@ import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent } from '../../fixtures/agents.js';
 import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
 import { newKey, startTestServer, submitMessage, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
+import { Redis } from 'ioredis';
 import { defineBoundsSuite } from './bounds-suite.js';
+import { defineDeliverySuite } from './delivery-suite.js';
 import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
 
@@ -119,4 +121,21 @@ describe('protocol (redis turn log) 6. retention on the Redis clock', () => {
     expect((await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status).toBe(200);
     await expect.poll(async () => (await fetch(`${server.baseUrl}/turns/${answer.turnId}`)).status, { timeout: 10_000, interval: 50 }).toBe(410);
   });
+});
+
+// Sections 10 and 11; the listing's work is counted in commands the Redis server processed.
+defineDeliverySuite('redis turn log', async ({ now }) => {
+  const log = redisLog({ now });
+  const admin = new Redis(redis.url);
+  // Reads and index commands only: lease renewals (scripts) and follower wake-ups of other tests' logs run on their own timers.
+  const counted = /^cmdstat_(zrevrangebyscore|zremrangebyscore|zrem|zadd|hgetall|hmget|exists|get|multi|exec|xrange|xrevrange):calls=(\d+)/gm;
+  const work = async (): Promise<number> => [...(await admin.info('commandstats')).matchAll(counted)].reduce((sum, match) => sum + Number(match[2]), 0);
+  return {
+    log,
+    work,
+    cleanup: async () => {
+      admin.disconnect();
+      await log.close();
+    },
+  };
 });

@@ -670,7 +670,7 @@ export function defineProtocolSuite(name: string, makeLog: MakeProtocolLog, suit
           lastSeq: events.length,
           content: 'Hello',
         });
-        expect(Object.keys(replay.turn).sort()).toEqual(['content', 'conversationId', 'createdAt', 'id', 'lastSeq', 'messageId', 'status', 'updatedAt']);
+        expect(Object.keys(replay.turn).sort()).toEqual(['content', 'conversationId', 'createdAt', 'delivery', 'id', 'lastSeq', 'messageId', 'status', 'updatedAt']);
       });
 
       it('pages with limit and hasMore until the end', async () => {

@@ -16,6 +16,7 @@ import { controlledAgent, splitText, textAgent } from '../../fixtures/agents.js'
 import { startRedisCluster, type RedisCluster } from '../../fixtures/redis-cluster.js';
 import { replayAll, startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
 import { defineBoundsSuite } from './bounds-suite.js';
+import { defineDeliverySuite } from './delivery-suite.js';
 import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite } from './protocol-suite.js';
 import { defineSharedStoreSuite } from './redis-shared-store-suite.js';
@@ -73,6 +74,8 @@ const clusterLog = async ({ now }: { now: () => number }) => {
 };
 defineProtocolSuite('redis cluster turn log', clusterLog, { retention: false });
 defineBoundsSuite('redis cluster turn log', clusterLog, { retention: false });
+// Receipts and the operator index over the cluster: the index's sets in slots of their own.
+defineDeliverySuite('redis cluster turn log', clusterLog);
 defineContinuationSuite('redis cluster turn log', clusterLog);
 
 describe('the turn log on Redis Cluster', () => {

@@ -1,7 +1,10 @@
 import { MemoryIdempotencyLedger } from './idempotency.js';
 import { MemoryTurnStore } from './turn-store.js';
 import type { EventPage, ExpiredTurn, IdempotencyRecord, NewTurn, NewTurnEvent, StoredTurn, TurnLog } from '../turn-log.js';
-import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
+import type { DeliveryOutcome, StopRequest } from '../turn-log.js';
+import { MemorySortedSets } from './sorted-sets.js';
 
 /** Options of {@link createMemoryTurnLog}. */
 export interface MemoryTurnLogOptions {
@@ -30,19 +33,24 @@ export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 class InMemoryTurnLog implements MemoryTurnLog {
   private readonly turns: MemoryTurnStore;
   private readonly keys: MemoryIdempotencyLedger;
+  private readonly index: OperatorIndex;
   private readonly timer: ReturnType<typeof setInterval>;
 
   constructor(options: MemoryTurnLogOptions) {
     const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     const now = options.now ?? Date.now;
-    this.turns = new MemoryTurnStore(retentionMs, now);
+    this.index = new OperatorIndex(new MemorySortedSets(), { retentionMs, now });
+    this.turns = new MemoryTurnStore(retentionMs, now, (turn) => void this.index.forget(turn.id, turn.principal, turn.conversationId));
     this.keys = new MemoryIdempotencyLedger(retentionMs, now);
     this.timer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 60_000);
     (this.timer as { unref?: () => void }).unref?.();
   }
 
+  // One process: a change and its index step cannot be torn apart, so the index follows each change.
   async createTurn(init: NewTurn): Promise<StoredTurn> {
-    return this.turns.create(init);
+    const turn = this.turns.create(init);
+    await this.index.settle(turn);
+    return turn;
   }
 
   async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
@@ -50,7 +58,25 @@ class InMemoryTurnLog implements MemoryTurnLog {
   }
 
   async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
-    return this.turns.append(turnId, event);
+    const logged = this.turns.append(turnId, event);
+    if (event.type === 'turn.end') await this.reindex(turnId);
+    return logged;
+  }
+
+  async recordDelivery(turnId: string, receipt: ReceiptBody, at: string): Promise<DeliveryOutcome> {
+    const outcome = this.turns.recordDelivery(turnId, receipt, at);
+    if (outcome.kind !== 'unknown') await this.index.settle(outcome.turn);
+    return outcome;
+  }
+
+  listOperatorTurns(query: OperatorQuery): Promise<StoredTurn[]> {
+    // Through `this`, so a log wrapped by prototype sees (and may count) every read.
+    return this.index.list(query, (turnId) => this.getTurn(turnId));
+  }
+
+  private async reindex(turnId: string): Promise<void> {
+    const turn = this.turns.get(turnId);
+    if (turn && !('expired' in turn)) await this.index.settle(turn);
   }
 
   /** Through `append`, so a log wrapped by prototype with `append` overridden sees every event. */
@@ -89,11 +115,19 @@ class InMemoryTurnLog implements MemoryTurnLog {
   }
 
   async requestCancel(turnId: string): Promise<void> {
-    this.turns.requestCancel(turnId);
+    this.turns.requestStop(turnId, { kind: 'cancel' });
   }
 
   async isCancelRequested(turnId: string): Promise<boolean> {
-    return this.turns.isCancelRequested(turnId);
+    return this.turns.stopRequest(turnId) !== undefined;
+  }
+
+  async requestStop(turnId: string, stop: StopRequest): Promise<void> {
+    this.turns.requestStop(turnId, stop);
+  }
+
+  async stopRequest(turnId: string): Promise<StopRequest | undefined> {
+    return this.turns.stopRequest(turnId);
   }
 
   async close(): Promise<void> {

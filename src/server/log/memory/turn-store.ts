@@ -1,5 +1,17 @@
-import type { TurnEvent } from '../../../protocol/schemas.js';
-import { DEFAULT_PAGE_BYTES, eventSize, pendingTurn, type EventPage, type ExpiredTurn, type NewTurn, type NewTurnEvent, type StoredTurn } from '../turn-log.js';
+import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import {
+  applyReceipt,
+  DEFAULT_PAGE_BYTES,
+  eventSize,
+  pendingTurn,
+  type DeliveryOutcome,
+  type EventPage,
+  type ExpiredTurn,
+  type NewTurn,
+  type NewTurnEvent,
+  type StopRequest,
+  type StoredTurn,
+} from '../turn-log.js';
 
 /**
  * A logged event without its turnId and seq (both implied by its position). Plain deltas,
@@ -11,7 +23,8 @@ interface Entry {
   turn: StoredTurn;
   events: CompactEvent[];
   endedAtMs: number | undefined;
-  cancelRequested: boolean;
+  /** Set once a cancel or an operator's end was asked for. */
+  stop: StopRequest | undefined;
   /** Resolvers of pending `waitForEvents` calls; each removes itself when settled. */
   waiters: Set<() => void>;
 }
@@ -48,15 +61,19 @@ export class MemoryTurnStore {
   /** Principal → conversation id → its turn ids, oldest first. */
   readonly #conversations = new Map<string, Map<string, string[]>>();
 
-  constructor(retentionMs: number, now: () => number) {
+  /** Told of every turn retention removes (the operator index forgets it). */
+  readonly #onRemove: (turn: StoredTurn) => void;
+
+  constructor(retentionMs: number, now: () => number, onRemove: (turn: StoredTurn) => void = () => undefined) {
     this.#retentionMs = retentionMs;
     this.#now = now;
+    this.#onRemove = onRemove;
   }
 
   create(init: NewTurn): StoredTurn {
     if (this.#turns.has(init.id) || this.#tombstones.has(init.id)) throw new Error(`Turn ${init.id} already exists.`);
     const turn = pendingTurn(init);
-    this.#turns.set(init.id, { turn, events: [], endedAtMs: undefined, cancelRequested: false, waiters: new Set() });
+    this.#turns.set(init.id, { turn, events: [], endedAtMs: undefined, stop: undefined, waiters: new Set() });
     let byConversation = this.#conversations.get(init.principal);
     if (!byConversation) this.#conversations.set(init.principal, (byConversation = new Map()));
     const ids = byConversation.get(init.conversationId);
@@ -90,6 +107,7 @@ export class MemoryTurnStore {
     if (event.type === 'turn.end') {
       turn.status = event.status;
       turn.endedAt = turn.updatedAt;
+      turn.textSha256 = event.textSha256;
       entry.endedAtMs = this.#now();
     } else {
       turn.status = 'streaming';
@@ -140,13 +158,23 @@ export class MemoryTurnStore {
     return found;
   }
 
-  requestCancel(turnId: string): void {
+  /** A cancel or an operator's end; the first one asked for wins. */
+  requestStop(turnId: string, stop: StopRequest): void {
     const entry = this.#live(turnId);
-    if (entry) entry.cancelRequested = true;
+    if (entry) entry.stop ??= stop;
   }
 
-  isCancelRequested(turnId: string): boolean {
-    return this.#turns.get(turnId)?.cancelRequested ?? false;
+  stopRequest(turnId: string): StopRequest | undefined {
+    return this.#turns.get(turnId)?.stop;
+  }
+
+  /** A delivery receipt (section 10), checked and recorded in one step. */
+  recordDelivery(turnId: string, receipt: ReceiptBody, at: string): DeliveryOutcome {
+    const entry = this.#live(turnId);
+    if (!entry) return { kind: 'unknown' };
+    const { outcome, delivery } = applyReceipt(entry.turn, receipt, at);
+    if (delivery) entry.turn.delivery = delivery;
+    return { kind: outcome, turn: { ...entry.turn } } as DeliveryOutcome;
   }
 
   /** Removes expired turns, and tombstones older than one more retention period. */
@@ -179,6 +207,7 @@ export class MemoryTurnStore {
     const { principal, conversationId } = entry.turn;
     this.#turns.delete(turnId);
     this.#tombstones.set(turnId, { sweptAt: this.#now(), principal });
+    this.#onRemove(entry.turn);
     const byConversation = this.#conversations.get(principal);
     const ids = byConversation?.get(conversationId);
     if (byConversation && ids) {

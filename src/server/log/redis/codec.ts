@@ -24,6 +24,8 @@ export function toStoredTurn(hash: TurnHash): StoredTurn {
     content: hash['content'] === undefined ? '' : (JSON.parse(hash['content']) as MessageContent),
   };
   if (hash['endedAt'] !== undefined) turn.endedAt = hash['endedAt'];
+  const delivery = hash['delivery'];
+  turn.delivery = delivery === 'delivered' || delivery === 'mismatch' ? { state: delivery, ...(hash['deliveryAt'] === undefined ? {} : { at: hash['deliveryAt'] }) } : { state: 'pending' };
   if (hash['context'] !== undefined) turn.context = JSON.parse(hash['context']) as JsonObject;
   if (hash['continues'] !== undefined) turn.continues = hash['continues'];
   return turn;

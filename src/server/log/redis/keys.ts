@@ -27,6 +27,8 @@ export interface KeyNames {
   idempotency(principal: string, key: string): string;
   /** The control stream of one instance's blocking follower connection (standalone Redis only). */
   wakeStream(owner: string): string;
+  /** Prefix of the operator index's sorted sets (section 11), each its own slot. */
+  operator: string;
 }
 
 export function keyNames(prefix: string): KeyNames {
@@ -48,5 +50,6 @@ export function keyNames(prefix: string): KeyNames {
     conversation: (principal, conversationId) => `${prefix}conv:${encodeURIComponent(principal)}:${conversationId}`,
     idempotency: (principal, key) => `${prefix}idem:${encodeURIComponent(principal)}:${key}`,
     wakeStream: (owner) => `${prefix}wake:${owner}`,
+    operator: `${prefix}op:`,
   };
 }

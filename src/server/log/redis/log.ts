@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
+import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
+import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
 import { appendBodies, endIfProducerLost } from './append.js';
 import { execAll, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
@@ -23,6 +26,8 @@ import {
   type NewTurnEvent,
   type StoredTurn,
   type TurnLog,
+  type DeliveryOutcome,
+  type StopRequest,
 } from '../turn-log.js';
 
 /**
@@ -46,6 +51,7 @@ export class RedisTurnLog implements TurnLog {
   readonly #leases: LeaseKeeper;
   readonly #ledger: IdempotencyLedger;
   readonly #index: ConversationIndex;
+  readonly #operator: OperatorIndex;
   #waiter: Waiter | undefined;
   #closed = false;
 
@@ -56,6 +62,7 @@ export class RedisTurnLog implements TurnLog {
     this.#leases = new LeaseKeeper(this.#ctx);
     this.#ledger = new IdempotencyLedger(this.#ctx, this.#leases);
     this.#index = new ConversationIndex(this.#ctx);
+    this.#operator = new OperatorIndex(new RedisSortedSets(this.#ctx), { retentionMs: settings.retentionMs, now: settings.now });
   }
 
   async #waiterFor(): Promise<Waiter> {
@@ -88,8 +95,8 @@ export class RedisTurnLog implements TurnLog {
   async createTurn(init: NewTurn): Promise<StoredTurn> {
     const { connection, keys, owner, leaseMs, liveTtlMs, retentionMs } = this.#ctx;
     const createdAtMs = Number.isFinite(Date.parse(init.createdAt)) ? Date.parse(init.createdAt) : this.#ctx.now();
-    // Listed first, recorded second: a turn that exists is always in its conversation.
-    await this.#index.add(init.principal, init.conversationId, init.id, createdAtMs);
+    // Listed first, recorded second: a turn that exists is always in its conversation, and in the operator's live sets.
+    await Promise.all([this.#index.add(init.principal, init.conversationId, init.id, createdAtMs), this.#operator.enter(pendingTurn(init))]);
     const turnKeys = keys.turn(init.id);
     const created = await connection.run(
       CREATE,
@@ -117,12 +124,34 @@ export class RedisTurnLog implements TurnLog {
   async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
     let [hash, leased, gone] = await this.#readTurn(turnId);
     if (hash['status'] !== undefined && isLive(hash) && !leased) {
-      await endIfProducerLost(this.#ctx, this.#leases, turnId);
+      await this.#endLost(toStoredTurn(hash));
       [hash, leased, gone] = await this.#readTurn(turnId);
     }
     // The tombstone holds the principal: another principal's expired turn still answers 404.
     if (hash['status'] === undefined) return gone === null ? undefined : { expired: true, principal: gone };
     return toStoredTurn(hash);
+  }
+
+  /**
+   * Ends a turn whose producer lease lapsed (see endIfProducerLost), moving it in the
+   * operator index around the step: into its ended sets before, out of the live ones after.
+   */
+  async #endLost(turn: StoredTurn): Promise<void> {
+    await this.#operator.enter(this.#ended(turn, 'failed'));
+    await endIfProducerLost(this.#ctx, this.#leases, turn.id);
+    await this.#settle(turn.id);
+  }
+
+  /** What the record of `turn` will say once its `turn.end` is logged. */
+  #ended(turn: StoredTurn, status: StoredTurn['status']): StoredTurn {
+    const at = new Date(this.#ctx.now()).toISOString();
+    return { ...turn, status, endedAt: at, updatedAt: at };
+  }
+
+  /** The operator index says what the turn's record says now. */
+  async #settle(turnId: string): Promise<void> {
+    const [hash] = await this.#readTurn(turnId);
+    if (hash['status'] !== undefined) await this.#operator.settle(toStoredTurn(hash));
   }
 
   async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
@@ -133,9 +162,15 @@ export class RedisTurnLog implements TurnLog {
   async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
     if (events.length === 0) return [];
     const bodies = events.map((event) => ({ body: JSON.stringify(event), endStatus: event.type === 'turn.end' ? event.status : '' }));
+    const end = events.find((event) => event.type === 'turn.end');
+    if (end?.type === 'turn.end') {
+      const [hash] = await this.#readTurn(turnId);
+      if (hash['status'] !== undefined) await this.#operator.enter(this.#ended(toStoredTurn(hash), end.status));
+    }
     const result = await appendBodies(this.#ctx, this.#leases, turnId, bodies);
     if (result === 'unknown') throw new Error(`Turn ${turnId} is unknown or expired.`);
     if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
+    if (end) await this.#settle(turnId);
     const first = result - bodies.length + 1;
     // Parsed back from what was stored, so the caller gets exactly what readers will get.
     return bodies.map(({ body }, i) => ({ turnId, seq: first + i, ...(JSON.parse(body) as object) }) as TurnEvent);
@@ -194,7 +229,8 @@ export class RedisTurnLog implements TurnLog {
       if (seq === null || ended !== null || Number(seq) > after) return;
       if (leased === 0) {
         // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
-        await endIfProducerLost(this.#ctx, this.#leases, turnId);
+        const [hash] = await this.#readTurn(turnId);
+        if (hash['status'] !== undefined && isLive(hash)) await this.#endLost(toStoredTurn(hash));
         return;
       }
     }
@@ -237,6 +273,25 @@ export class RedisTurnLog implements TurnLog {
   async isCancelRequested(turnId: string): Promise<boolean> {
     const client = await this.#ctx.connection.client();
     return (await client.exists(this.#ctx.keys.turn(turnId).cancel)) === 1;
+  }
+
+  /** The first stop asked for wins (`NX`): the instance producing the turn reads it with {@link stopRequest}. */
+  async requestStop(turnId: string, stop: StopRequest): Promise<void> {
+    const client = await this.#ctx.connection.client();
+    await client.set(this.#ctx.keys.turn(turnId).cancel, encodeStop(stop), 'PX', this.#ctx.liveTtlMs, 'NX');
+  }
+
+  async stopRequest(turnId: string): Promise<StopRequest | undefined> {
+    const client = await this.#ctx.connection.client();
+    return decodeStop(await client.get(this.#ctx.keys.turn(turnId).cancel));
+  }
+
+  recordDelivery(turnId: string, receipt: ReceiptBody, at: string): Promise<DeliveryOutcome> {
+    return recordDelivery(this.#ctx, this.#operator, (id) => this.getTurn(id), turnId, receipt, at);
+  }
+
+  listOperatorTurns(query: OperatorQuery): Promise<StoredTurn[]> {
+    return this.#operator.list(query, (turnId) => this.getTurn(turnId));
   }
 
   /**

@@ -167,3 +167,27 @@ local ok, record = pcall(cjson.decode, found)
 if not ok or type(record) ~= 'table' or record['turnId'] ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 `);
+
+/**
+ * KEYS: turn, events. ARGV: seq, textSha256, at. The receipt rules of docs/protocol.md
+ * section 10 (the same as `applyReceipt` in turn-log.ts), checked against the `turn.end`
+ * the log holds and recorded in one step: 'unknown', 'not_ended', 'invalid_seq',
+ * 'mismatch' or 'recorded'.
+ */
+export const DELIVER = new Script(`
+local state = redis.call('HMGET', KEYS[1], 'lastSeq', 'endedAt', 'delivery')
+if not state[1] then return 'unknown' end
+if not state[2] then return 'not_ended' end
+if tonumber(ARGV[1]) ~= tonumber(state[1]) then return 'invalid_seq' end
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+if not last then return 'unknown' end
+local ok, body = pcall(cjson.decode, last[2][2])
+local current = state[3] or 'pending'
+if not ok or type(body) ~= 'table' or body['textSha256'] ~= ARGV[2] then
+  -- Delivered stays delivered: one device's bad copy does not undo another's proof.
+  if current == 'pending' then redis.call('HSET', KEYS[1], 'delivery', 'mismatch', 'deliveryAt', ARGV[3]) end
+  return 'mismatch'
+end
+if current ~= 'delivered' then redis.call('HSET', KEYS[1], 'delivery', 'delivered', 'deliveryAt', ARGV[3]) end
+return 'recorded'
+`);
