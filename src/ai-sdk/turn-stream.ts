@@ -83,7 +83,8 @@ export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }
       if (!ended && !signal?.aborted) {
         // Ended before this stream opened, or the client gave up on it: the settled snapshot says how.
         const final = ENDED.includes(turn.getSnapshot().status) ? turn.getSnapshot() : await Promise.race([turn.completed, aborted]);
-        if (final) endFrom(replayer, final), (ended = true);
+        // A client disposed mid-turn (a page going away) ended nothing: the next page resumes the turn.
+        if (final && final.error?.code !== 'disposed') endFrom(replayer, final), (ended = true);
       }
       close();
       if (ended) onFinished?.();

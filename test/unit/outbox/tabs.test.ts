@@ -129,11 +129,11 @@ describe('lease fallback (no Web Locks)', () => {
     await until(() => context.calls.length === 1, 'a posts');
     await until(() => b.state(entry.operationId) === 'sending', 'b has read a’s entry');
     b.outbox.enqueue('conv', 'y');
-    // b polls the lease every 5 s; a's lease runs until 10 s.
+    // b polls the lease every 5 s; a's lease runs until 10 s, so b takes over at its poll after that (15 s, plus a tick of the timers port).
     await vi.advanceTimersByTimeAsync(9_000);
     expect(context.calls.map((c) => c.tab)).toEqual(['a']);
     context.answer(accepted);
-    await vi.advanceTimersByTimeAsync(6_000);
+    await vi.advanceTimersByTimeAsync(7_000);
     await until(() => b.acceptedEntries.length === 2, 'b sends both, in order');
     const byB = context.calls.filter((c) => c.tab === 'b');
     expect(byB.map((c) => c.body.content)).toEqual(['x', 'y']);
