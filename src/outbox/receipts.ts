@@ -18,6 +18,7 @@
  */
 import { retryDelay, type RetryPolicy } from '../core/backoff.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
+import { asLifelineError } from '../errors.js';
 import { sha256Hex } from '../protocol/integrity.js';
 import { sleep } from '../runtime/sleep.js';
 import { deadline } from '../runtime/deadline.js';
@@ -189,6 +190,11 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
     }
   };
 
+  /** A throw inside a send is a bug of ours, not a network failure: the receipt is dropped, visibly (found by the simulator, seed 230). */
+  const launch = (turnId: string): void => {
+    send(turnId).catch((bug: unknown) => (remove(turnId), emit(turnId, 'dropped', { error: asLifelineError(bug) })));
+  };
+
   let started = false;
   return {
     add(turnId, seq, text) {
@@ -197,7 +203,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
         (textSha256) => {
           if (read(turnId)) return;
           write({ turnId, seq, textSha256, createdAt: now(), attempts: 0 });
-          void send(turnId);
+          launch(turnId);
         },
         // No Web Crypto (plain HTTP): nothing to prove with.
         () => undefined,
@@ -215,7 +221,7 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
         }
       }, undefined);
       for (const turnId of stored) {
-        if (read(turnId)) void send(turnId);
+        if (read(turnId)) launch(turnId);
         else remove(turnId);
       }
     },
