@@ -64,7 +64,7 @@ function followerDeps(options: LifelineOptions, ports: Ports, frames: Frames, em
   return { baseUrl, namespace, fetch, requestTimeoutMs, signal, headers: headersResolver(options.headers), retry, stall, limits, clock, timers, random: random.next, newId: random.id, tabs, page, network, emit, persistence, schedule: frames.schedule };
 }
 
-/** The durable outbox behind `conversation.send` (issue 6), on the client's plumbing and storage. */
+/** The durable outbox behind `conversation.send`, on the client's plumbing and storage. */
 function openOutbox(options: LifelineOptions, ports: Ports, deps: Omit<FollowerDeps, 'onChange'>, onAccepted: OutboxDeps['onAccepted']): OutboxController {
   const { tabs, storage } = ports;
   return createOutbox({

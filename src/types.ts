@@ -213,12 +213,12 @@ export interface SendOptions {
    * holding it is answered instead of a new one. Default: a fresh nanoid.
    */
   operationId?: string | undefined;
-  /** Per-request data, sent and stored with the entry (it is part of the idempotency fingerprint). */
+  /** Per-request data, sent and stored with the entry (it is part of the idempotency fingerprint). Default: none (no `context` member). */
   context?: SubmitContext | undefined;
   /**
    * Headers of this submission's requests, over the client's own. Kept in this page's memory
    * only, never stored (they may hold credentials): a send after a reload, or by another tab,
-   * goes without them.
+   * goes without them. Default: none (only the client's `headers`).
    */
   headers?: Record<string, string> | undefined;
 }

@@ -1,6 +1,6 @@
 /** The command line of `lifeline-admin`, parsed into one {@link AdminCommand}. */
 import { parseArgs } from 'node:util';
-import { LifelineError } from '../errors.js';
+import { headerOf, usage } from '../conformance/cli-args.js';
 import { ID_PATTERN, type OperatorState } from '../protocol/schemas.js';
 
 export const USAGE = `Usage: lifeline-admin <base-url> <command> [options]
@@ -42,15 +42,6 @@ export interface AdminInvocation {
 }
 
 const STATES: readonly OperatorState[] = ['live', 'stuck', 'undelivered', 'mismatch', 'failed'];
-const usage = (message: string): LifelineError => new LifelineError('invalid_argument', message);
-
-function headerOf(raw: string): [string, string] {
-  const colon = raw.indexOf(':');
-  const name = colon === -1 ? '' : raw.slice(0, colon).trim();
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw usage(`--header ${JSON.stringify(raw)} is not "Name: value".`);
-  return [name.toLowerCase(), raw.slice(colon + 1).trim()];
-}
-
 function parse(argv: readonly string[]) {
   return parseArgs({
     args: [...argv],

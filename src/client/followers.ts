@@ -166,7 +166,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
       if (held?.done) return held.revive();
       if (held) return held.replayAlongside();
       const follower = create(turn.id);
-      // The server's creation time, not the adoption's: turns adopted together must not sort by id (issue 23, W2).
+      // The server's creation time, not the adoption's: turns adopted together must not sort by id.
       const createdAt = Date.parse(turn.createdAt);
       follower.setOrigin({ conversationId: turn.conversationId, messageId: turn.messageId, createdAt: Number.isFinite(createdAt) ? createdAt : undefined });
       await boot(follower, true);

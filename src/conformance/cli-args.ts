@@ -30,7 +30,8 @@ export interface CliCommand {
   options: ConformanceOptions;
 }
 
-const usage = (message: string): LifelineError => new LifelineError('invalid_argument', message);
+/** A bad command line, as both CLIs report it. */
+export const usage = (message: string): LifelineError => new LifelineError('invalid_argument', message);
 
 function milliseconds(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -38,7 +39,8 @@ function milliseconds(name: string, value: string | undefined): number | undefin
   return Number(value);
 }
 
-function headerOf(raw: string): [string, string] {
+/** One `--header 'Name: value'`, name lowercased; shared by `lifeline-conformance` and `lifeline-admin`. */
+export function headerOf(raw: string): [string, string] {
   const colon = raw.indexOf(':');
   const name = colon === -1 ? '' : raw.slice(0, colon).trim();
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw usage(`--header ${JSON.stringify(raw)} is not "Name: value".`);

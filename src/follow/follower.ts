@@ -296,8 +296,8 @@ class Follower implements TurnFollower {
   }
 
   /**
-   * A throw inside this follower's own handling: a bug, not a network condition (issue 23,
-   * H2). The turn ends `failed` (`internal_error`) at once, visibly: every request and timer
+   * A throw inside this follower's own handling: a bug, not a network condition (docs/faults.md
+   * row 45). The turn ends `failed` (`internal_error`) at once, visibly: every request and timer
    * stopped, the tab group left, `completed` settled. Not through the machine, which may be
    * what threw.
    */

@@ -76,7 +76,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
     if (!stop.signal.aborted) emit({ type: 'storage-error', error: storageError });
     return storageError;
   };
-  /** Storage that fell back to memory keeps nothing over a reload: the journal copy must stay (issue 23, D1). */
+  /** Storage that fell back to memory keeps nothing over a reload: the journal copy must stay (docs/faults.md row 43). */
   const notDurable = (): StorageError | undefined =>
     storage.durable?.() === false ? new StorageError('storage_not_durable', 'Storage fell back to memory: the entry is kept in the journal only.') : undefined;
   const ledger = createLedger({

@@ -1,5 +1,5 @@
 /**
- * The outbox's times on this page's monotonic clock (issue 23, H4). Records store wall
+ * The outbox's times on this page's monotonic clock (docs/faults.md row 42). Records store wall
  * times (`createdAt`, `nextAttemptAt`): information other tabs and later pages read. This
  * page re-bases each onto its monotonic clock when it first sees it (a new entry, a record
  * read back, a new attempt's schedule), so a wall clock set back or forward afterwards

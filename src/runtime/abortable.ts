@@ -1,5 +1,5 @@
 /**
- * Every promise the API hands out settles at once after `dispose()` (issue 23, H1), even
+ * Every promise the API hands out settles at once after `dispose()` (docs/faults.md row 44), even
  * when what it waits on (a store that never answers, a request) would not.
  */
 

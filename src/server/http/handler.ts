@@ -101,6 +101,7 @@ export interface LifelineHandlerOptions {
    * `Access-Control-*` headers for the origins named. With cookie auth, give
    * `credentials: true` and list the app's origins exactly. Without it, state-changing
    * routes refuse requests a browser marks as cross-site (`403 cross_site_request`).
+   * Default: none (same-origin only).
    */
   cors?: CorsOptions;
 }
