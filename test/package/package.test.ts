@@ -116,7 +116,7 @@ describe('the packed package', () => {
     expect(names['lifeline/server']).toEqual(expect.arrayContaining(['createLifelineHandler', 'createMemoryTurnLog']));
     expect(names['lifeline/server']).not.toContain('serve');
     expect(names['lifeline/server']).not.toContain('toNodeListener');
-    expect(names['lifeline/server/node']).toEqual(['answerRefusedRequests', 'serve', 'toNodeListener']);
+    expect(names['lifeline/server/node']).toEqual(['DEFAULT_DRAIN_MS', 'answerRefusedRequests', 'serve', 'toNodeListener']);
     expect(names['lifeline/server/redis']).toEqual(expect.arrayContaining(['createRedisTurnLog']));
     expect(names['lifeline/ai-sdk']).toEqual(expect.arrayContaining(['createChatTransport']));
     expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));

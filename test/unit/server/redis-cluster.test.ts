@@ -172,7 +172,7 @@ describe('a master failing over mid-turn', () => {
     const start = async (agentOf: Agent): Promise<TestServer> => {
       const store = createRedisTurnLog({ url: cluster.url, keyPrefix, producerLeaseMs: 600_000, onError: () => undefined });
       cleanups.push(() => store.close());
-      const server = await startTestServer({ store, agent: agentOf, heartbeatMs: 600_000, storeTimeoutMs: 600_000, onError: () => undefined });
+      const server = await startTestServer({ store, agent: agentOf, heartbeatMs: 600_000, onError: () => undefined });
       cleanups.push(() => server.close());
       return server;
     };
