@@ -7,6 +7,7 @@
  * reports only an attempt's first progress, gaps and the end.
  */
 import { transition, initialFollowState } from '../core/follow-machine.js';
+import { crashedState, statusOf } from '../core/follow-state.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
@@ -76,7 +77,7 @@ class Follower implements TurnFollower {
     this.#intake = new TurnIntake(initialTurnState(id), {
       id,
       limits: deps.limits,
-      replaying: () => this.#machine.replay,
+      replaying: () => this.#machine.mode.via === 'replay',
       dispatch: (input) => this.#dispatch(input),
       tell: (type, fields) => this.#report.tell(type, fields),
       applied: (event, from, raw, shown) => {
@@ -108,7 +109,7 @@ class Follower implements TurnFollower {
     this.#consumers = createConsumers(this, () => this.#close(), () => this.#reopen());
     this.#unsettle();
     this.subscribe = this.#listeners.subscribe;
-    deps.persistence.track(id, () => describeTurn(this.#intake.turn, this.#origin, this.#machine.status, this.#createdAt));
+    deps.persistence.track(id, () => describeTurn(this.#intake.turn, this.#origin, statusOf(this.#machine), this.#createdAt));
   }
 
   readonly subscribe: (listener: () => void) => () => void;
@@ -169,21 +170,23 @@ class Follower implements TurnFollower {
 
   start(replayFirst = false): Promise<void> {
     if (!this.#consumers.wanted) return Promise.resolve();
-    if (!this.#machine.following && this.#machine.phase !== 'done') this.#join();
+    if (this.#machine.phase === 'idle') this.#join();
     const over = replayFirst && this.#machine.phase !== 'done' ? this.#replayOver() : Promise.resolve();
     this.#dispatch({ kind: 'start', replayFirst });
     return over;
   }
 
   rebuild(): void {
-    if (this.#machine.phase !== 'done' || this.#machine.error !== undefined) return;
+    const machine = this.#machine;
+    if (machine.phase !== 'done' || machine.error !== undefined) return;
     // Like revive: the turn is followed again, shared with the other tabs.
     this.#join();
     this.#dispatch({ kind: 'rebuild' });
   }
 
   revive(): Promise<void> {
-    if (this.#machine.phase !== 'done' || !this.#machine.revivable) return Promise.resolve();
+    const machine = this.#machine;
+    if (machine.phase !== 'done' || !machine.revivable) return Promise.resolve();
     this.#join();
     const over = this.#replayOver();
     this.#dispatch({ kind: 'revive' });
@@ -226,7 +229,7 @@ class Follower implements TurnFollower {
   }
 
   #reopen(): void {
-    if (!this.#machine.following) void this.start();
+    if (this.#machine.phase === 'idle') void this.start();
   }
 
   #dispatch(input: FollowInput): void {
@@ -307,7 +310,7 @@ class Follower implements TurnFollower {
     this.#runner.clearAll();
     this.#share?.leave();
     this.#share = undefined;
-    this.#machine = { ...this.#machine, phase: 'done', status: 'failed', error, revivable: false, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined };
+    this.#machine = crashedState(this.#machine, error);
     this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
     this.#release();
     this.#consumers.endIterators();
