@@ -105,6 +105,7 @@ function openReceipts(
 }
 
 const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
+const DRILLS: readonly string[] = ['cut', 'stall', 'replay'];
 
 /**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
@@ -197,6 +198,14 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
         })(),
         signal,
       );
+    },
+    drill(turnId, drill) {
+      assertUsable();
+      assertId('turnId', turnId);
+      if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
+      const applied = followers.get(turnId)?.drill(drill) ?? false;
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
+      return applied;
     },
     async clearStorage() {
       assertUsable();
