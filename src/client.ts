@@ -105,6 +105,8 @@ function openReceipts(
   return { ...queue, resend: (turnId) => (options.receipts?.enabled === false ? undefined : receiptOf(turnId)) };
 }
 
+const DRILLS: readonly string[] = ['cut', 'stall', 'replay'];
+
 /**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
  * followed and their conversations recovered from the server's list.
@@ -196,6 +198,14 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
         })(),
         signal,
       );
+    },
+    drill(turnId, drill) {
+      assertUsable();
+      assertId('turnId', turnId);
+      if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
+      const applied = followers.get(turnId)?.drill(drill) ?? false;
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
+      return applied;
     },
     async clearStorage() {
       assertUsable();

@@ -190,13 +190,13 @@ const TABLE: { readonly [P in Phase]: Row } = {
         run(step, { kind: 'arm', timer: 'stall', ms: stallLimitMs(step.state, step.env) });
       },
     },
-    resume: { to: ['next'], run: (step) => resumed(step) },
+    resume: { to: ['next'], run: resumed },
     'failed:main': mainFailed,
     'timer:stall': streamStall,
   },
   streaming: {
     ...FOLLOWING,
-    resume: { to: ['next'], run: (step) => resumed(step) },
+    resume: { to: ['next'], run: resumed },
     'failed:main': mainFailed,
     'timer:stall': streamStall,
   },
@@ -264,11 +264,11 @@ const TABLE: { readonly [P in Phase]: Row } = {
   },
 };
 
-/** A stream that got data while the page was frozen is deaf after `resume`: reconnect now, said as a cut. */
-function resumed(step: Step): void {
+/** A stream that got data while the page was frozen is deaf after `resume` (or `client.drill` cuts it): reconnect now, said as a cut. */
+function resumed(step: Step, { drill }: Extract<FollowInput, { kind: 'resume' }>): void {
   const { mode } = step.state;
   if (mode.via === 'stream') set(step, { mode: { ...mode, cut: true } });
-  say(step, { type: 'disconnect', cause: new TransportError('network_error', 'Page resumed from a freeze.') });
+  say(step, { type: 'disconnect', cause: new TransportError('network_error', drill ? 'Cut by client.drill.' : 'Page resumed from a freeze.') });
   run(step, { kind: 'abort', slot: 'main' });
   next(step);
 }

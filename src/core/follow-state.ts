@@ -82,6 +82,11 @@ export function connectionOf(state: FollowState): ConnectionState {
   }
 }
 
+/** The main loop holds a stream attempt of its own (not a replay, not another tab's relay). */
+export function streams(state: FollowState): boolean {
+  return state.phase === 'connecting' || state.phase === 'streaming';
+}
+
 /** When the retry timer fires (monotonic ms), while `waiting`. */
 export function retryAtOf(state: FollowState): number | undefined {
   return state.phase === 'waiting' ? state.retryAt : undefined;
