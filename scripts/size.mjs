@@ -51,6 +51,7 @@ export const BUDGETS = {
   'lifeline/react': 2 * KB,
   // Type-only imports of `ai`: none of its code is in this entry.
   'lifeline/ai-sdk': 4.5 * KB,
+  'lifeline/ai-sdk/react': 1 * KB,
 };
 
 /** Product targets printed beside the enforced budgets (min+gz bytes). */
@@ -98,6 +99,13 @@ function entries() {
       platform: 'browser',
       external: ['ai', 'lifeline'],
       plugins: [keepInside(join(dist, 'ai-sdk'), 'lifeline')],
+    },
+    {
+      name: 'lifeline/ai-sdk/react',
+      file: 'ai-sdk/react/index.js',
+      platform: 'browser',
+      external: ['react', 'ai', 'lifeline'],
+      plugins: [keepInside(join(dist, 'ai-sdk', 'react'), 'lifeline/ai-sdk')],
     },
     { name: 'lifeline/server (without zod)', file: 'server/index.js', platform: 'node', external: ['zod'] },
   ];

@@ -6,6 +6,7 @@
  * notification frames.
  */
 import { resolveRetryPolicy } from './core/backoff.js';
+import { isEnded } from './core/domain.js';
 import { createEmitter } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { assertId, type SubmitAnswer } from './protocol/schemas.js';
@@ -104,7 +105,7 @@ function openReceipts(
   const receiptOf = (turnId: string): void => {
     const snapshot = registry.followers.get(turnId)?.getSnapshot();
     // Ended by its turn.end and proven (a client-side failure sets `error`: nothing to vouch for).
-    if (!snapshot || snapshot.error !== undefined || !ENDED.has(snapshot.status) || snapshot.lastSeq === 0) return;
+    if (!snapshot || snapshot.error !== undefined || !isEnded(snapshot.status) || snapshot.lastSeq === 0) return;
     queue.add(turnId, snapshot.lastSeq, snapshot.text);
   };
   if (options.receipts?.enabled !== false) {
@@ -115,8 +116,6 @@ function openReceipts(
   }
   return { ...queue, resend: (turnId) => (options.receipts?.enabled === false ? undefined : receiptOf(turnId)) };
 }
-
-const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
 
 /** How `start` treats storage: open it (asking for persistence or not), or, rendered on a server, leave it closed (its status stays `opening`). */
 type StorageStart = { kind: 'open'; persist: boolean } | { kind: 'server' };

@@ -5,13 +5,13 @@
 import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, SubmitContext, TurnEvent } from './protocol/schemas.js';
-import type { ActionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
+import type { ActionState, ConnectionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
 import type { Ports } from './ports/index.js';
 import type { Store } from './storage/store.js';
 
 export type { MessagePart, TextPart } from './core/turn-reducer.js';
-export type { ActionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
+export type { ActionState, ConnectionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
 export type { RetryOptions } from './core/backoff.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
@@ -27,8 +27,6 @@ export interface ExternalStore<S> {
   subscribe(listener: () => void): () => void;
 }
 
-/** State of the single network connection that follows a turn. */
-export type ConnectionState = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
 
 export interface ConnectionInfo {
   state: ConnectionState;
@@ -283,7 +281,7 @@ export type Diagnostic =
   | { type: 'stalled'; at: number; turnId: string; watchdog: 'first-event' | 'idle'; silentMs: number }
   | { type: 'recovering'; at: number; turnId: string; path: RecoveryPath; fromSeq: number }
   | { type: 'recovered'; at: number; turnId: string; path: RecoveryPath; events: number }
-  | { type: 'completed'; at: number; turnId: string; status: 'complete' | 'failed' | 'cancelled' }
+  | { type: 'completed'; at: number; turnId: string; status: EndedTurnStatus }
   | { type: 'failed'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; error: LifelineError }
   | { type: 'submit'; at: number; operationId: string; conversationId: string; attempt: number }
   | { type: 'accepted'; at: number; operationId: string; turnId: string; replayed: boolean }
