@@ -120,6 +120,8 @@ function openReceipts(
 /** How `start` treats storage: open it (asking for persistence or not), or, rendered on a server, leave it closed (its status stays `opening`). */
 type StorageStart = { kind: 'open'; persist: boolean } | { kind: 'server' };
 
+const DRILLS: readonly string[] = ['cut', 'stall', 'replay'];
+
 /**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
  * followed and their conversations recovered from the server's list.
@@ -212,6 +214,14 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
         })(),
         signal,
       );
+    },
+    drill(turnId, drill) {
+      assertUsable();
+      assertId('turnId', turnId);
+      if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
+      const applied = followers.get(turnId)?.drill(drill) ?? false;
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
+      return applied;
     },
     async clearStorage() {
       assertUsable();
