@@ -6,6 +6,7 @@
  * notification frames.
  */
 import { resolveRetryPolicy } from './core/backoff.js';
+import { isEnded } from './core/domain.js';
 import { createEmitter } from './core/subscribable.js';
 import { asLifelineError, CancelledError, LifelineError } from './errors.js';
 import { assertId, type SubmitAnswer } from './protocol/schemas.js';
@@ -92,7 +93,7 @@ function openReceipts(
   const receiptOf = (turnId: string): void => {
     const snapshot = registry.followers.get(turnId)?.getSnapshot();
     // Ended by its turn.end and proven (a client-side failure sets `error`: nothing to vouch for).
-    if (!snapshot || snapshot.error !== undefined || !ENDED.has(snapshot.status) || snapshot.lastSeq === 0) return;
+    if (!snapshot || snapshot.error !== undefined || !isEnded(snapshot.status) || snapshot.lastSeq === 0) return;
     queue.add(turnId, snapshot.lastSeq, snapshot.text);
   };
   if (options.receipts?.enabled !== false) {
@@ -104,7 +105,7 @@ function openReceipts(
   return { ...queue, resend: (turnId) => (options.receipts?.enabled === false ? undefined : receiptOf(turnId)) };
 }
 
-const ENDED: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
+const DRILLS: readonly string[] = ['cut', 'stall', 'replay'];
 
 /**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
@@ -197,6 +198,14 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
         })(),
         signal,
       );
+    },
+    drill(turnId, drill) {
+      assertUsable();
+      assertId('turnId', turnId);
+      if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
+      const applied = followers.get(turnId)?.drill(drill) ?? false;
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
+      return applied;
     },
     async clearStorage() {
       assertUsable();

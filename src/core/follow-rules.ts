@@ -5,6 +5,7 @@
  * `requestReplay`.
  */
 import { backoffStep } from './backoff.js';
+import type { EndedTurnStatus } from './domain.js';
 import type { Failure } from './failure-policy.js';
 import { abortAll, REPLAY_AFTER_CLOSES, REPLAY_AFTER_FAILURES } from './follow-state.js';
 import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowState, ReplayCause } from './follow-types.js';
@@ -116,7 +117,7 @@ export abstract class StepRules {
     this.finish('failed', cause, !final);
   }
 
-  protected finish(status: 'complete' | 'failed' | 'cancelled', error: LifelineError | undefined, revivable: boolean): void {
+  protected finish(status: EndedTurnStatus, error: LifelineError | undefined, revivable: boolean): void {
     this.do(...abortAll(), { kind: 'leave' }, { kind: 'release' }, { kind: 'settle' });
     this.set({ phase: 'done', status, error, revivable, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined });
   }

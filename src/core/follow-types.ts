@@ -11,6 +11,7 @@
  */
 import type { LifelineError } from '../errors.js';
 import type { BackoffState, RetryPolicy } from './backoff.js';
+import type { ConnectionState, EndedTurnStatus, TurnStatus } from './domain.js';
 import type { Failure } from './failure-policy.js';
 
 /** Where the main loop is. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
@@ -35,15 +36,6 @@ export type Phase =
   | 'done';
 
 export type TabRole = 'solo' | 'leader' | 'watcher';
-
-/** Status the app sees (also `TurnStatus` in the public types). */
-export type FollowStatus = 'pending' | 'streaming' | 'reconnecting' | 'stalled' | 'recovering' | 'complete' | 'failed' | 'cancelled';
-
-/** How `turn.end` said the turn ended. */
-export type EndStatus = 'complete' | 'failed' | 'cancelled';
-
-/** The connection as the app sees it. */
-export type ConnectionPhase = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
 
 /** Which request a result belongs to: the main loop's, or the replay `recover()` runs alongside. */
 export type RequestSlot = 'main' | 'alongside';
@@ -92,8 +84,8 @@ export interface FollowState {
   readonly replayed: number;
   readonly alongsideReplayed: number;
   readonly backoff: BackoffState;
-  readonly status: FollowStatus;
-  readonly connection: ConnectionPhase;
+  readonly status: TurnStatus;
+  readonly connection: ConnectionState;
   /** When the retry timer fires (epoch ms), while `waiting`. */
   readonly nextRetryAt: number | undefined;
   /** A failure that may pass (network, auth): `revive` follows the turn again. */
@@ -104,7 +96,7 @@ export interface FollowState {
 /** Everything that can happen to a follower. Results of requests name their slot. */
 export type FollowInput =
   /** What storage held, before any network: events (maybe up to `turn.end`), or a final folded turn. */
-  | { kind: 'restored'; hasEvents: boolean; ended: boolean; final?: { status: EndStatus; error: LifelineError | undefined } }
+  | { kind: 'restored'; hasEvents: boolean; ended: boolean; final?: { status: EndedTurnStatus; error: LifelineError | undefined } }
   | { kind: 'start'; replayFirst: boolean }
   | { kind: 'close' }
   | { kind: 'revive' }
@@ -113,13 +105,14 @@ export type FollowInput =
   | { kind: 'recover' }
   | { kind: 'online' }
   | { kind: 'offline' }
-  | { kind: 'resume' }
+  /** The page came back from a freeze (its stream may be deaf), or `client.drill` cuts it: the stream is dropped as a cut. */
+  | { kind: 'resume'; drill?: true }
   | { kind: 'role'; role: TabRole }
   /** The stream answered 200 text/event-stream. */
   | { kind: 'opened'; lastEventId: number; heartbeatMs: number | undefined }
   /** The first event an attempt (stream, page or relay) applied; later ones are not reported. */
   | { kind: 'progress'; from: 'stream' | 'replay' | 'relay'; seq: number }
-  /** Events are missing before the one that arrived (or the leader is ahead): fill them from the log. */
+  /** Events are missing before the one that arrived (or the leader is ahead), or a `replay` drill asks: read the log. */
   | { kind: 'gap' }
   /** `turn.end` was applied. */
   | { kind: 'ended' }
@@ -131,7 +124,7 @@ export type FollowInput =
   | { kind: 'page'; slot: RequestSlot; applied: number; more: boolean }
   | { kind: 'timer'; timer: TimerName; silentMs: number }
   /** The integrity check's answer. */
-  | { kind: 'verified'; matches: boolean; status: EndStatus; expectedLength: number; actualLength: number };
+  | { kind: 'verified'; matches: boolean; status: EndedTurnStatus; expectedLength: number; actualLength: number };
 
 /** Diagnostics the machine decides on; the runner stamps `at` and `turnId`. */
 export type FollowNotice =
@@ -145,7 +138,7 @@ export type FollowNotice =
   | { type: 'auth-refresh' }
   | { type: 'protocol-error'; error: LifelineError }
   | { type: 'integrity-mismatch'; expectedLength: number; actualLength: number }
-  | { type: 'completed'; status: EndStatus }
+  | { type: 'completed'; status: EndedTurnStatus }
   | { type: 'failed'; scope: 'stream' | 'replay'; error: LifelineError };
 
 /** What the machine asks the runner to do, in order. Plain data. */

@@ -1,5 +1,5 @@
 /** The immutable views of a followed turn: the app's snapshot and the storage row's description. */
-import { isEndedStatus } from '../core/domain.js';
+import { isEnded } from '../core/domain.js';
 import type { FollowState } from '../core/follow-types.js';
 import { turnParts, turnText, type TurnState } from '../core/turn-reducer.js';
 import type { TurnMeta } from '../storage/persistence.js';
@@ -51,7 +51,7 @@ export function describeTurn(turn: TurnState, origin: TurnOrigin, status: TurnMe
 
 /** The turn reached an end status (the machine settles only in `done`, so always at `settle`). */
 export function isEndedSnapshot(snapshot: TurnSnapshot): snapshot is EndedTurnSnapshot {
-  return isEndedStatus(snapshot.status);
+  return isEnded(snapshot.status);
 }
 
 /** The machine's fields the snapshot shows changed. */
