@@ -162,6 +162,11 @@ class Follower implements TurnFollower {
   }
 
   restore(loaded: LoadedTurn): void {
+    // Storage is taken only before the follower starts: once the machine follows (a handle
+    // reopened the turn while its stored copy was still being read), replacing the intake's
+    // turn would leave the machine unaware of what it holds (an ended turn looping
+    // connect → 204 → replay). The network brings the same events instead.
+    if (this.#machine.phase !== 'idle') return;
     this.#origin = loaded.record;
     this.#createdAt = loaded.record.createdAt;
     this.#dispatch(this.#intake.restore(loaded, this.#deps.limits));
