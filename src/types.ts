@@ -301,9 +301,26 @@ export type Diagnostic =
    * rebuilt from a full replay), `unsupported` once when the server predates receipts
    * (1.1: no receipt is sent again), `dropped` when refused or too old.
    */
-  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError };
+  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError }
+  /** `client.drill` was called: `applied` false when the drill does not fit the turn's state (nothing was done). */
+  | { type: 'drill'; at: number; turnId: string; drill: DrillKind; applied: boolean };
 
 export type DiagnosticType = Diagnostic['type'];
+
+/**
+ * A fault a developer sets off on purpose, to watch the client recover (`client.drill`):
+ * - `cut`: the turn's open stream is dropped as a network cut would drop it; the client
+ *   reconnects with `Last-Event-ID` (docs/faults.md row 1).
+ * - `stall`: the turn's open stream goes deaf (this client ignores every byte it sends, heartbeats
+ *   included) until the stall watchdog notices, after the real stall timeout, and recovers as from
+ *   a silent proxy (row 2).
+ * - `replay`: a live turn is read from the server's log (docs/protocol.md section 3) from its last
+ *   seq, then streamed again, as after a stall; an ended, verified turn is thrown away and rebuilt
+ *   from seq 0, then checked against `turn.end` again (a receipt's `409` does the same).
+ *
+ * The server is not involved: nothing is cut or stalled anywhere but in this client.
+ */
+export type DrillKind = 'cut' | 'stall' | 'replay';
 
 /** The client returned by `createLifeline`. */
 export interface LifelineClient {
@@ -325,6 +342,14 @@ export interface LifelineClient {
   recover(conversationId: string): Promise<readonly TurnSnapshot[]>;
   /** Resolves once stored turns and outbox entries are loaded (before any network), or at once on `dispose()`. */
   readonly ready: Promise<void>;
+  /**
+   * Sets off a {@link DrillKind} fault on a turn this client follows, for development tools
+   * (`lifeline/devtools`) and tests. Answers whether it applied: `cut` and `stall` need the
+   * turn's own stream open or opening (not a replay, not another tab's relay), `replay` a turn
+   * that is live or ended and verified. Says a `drill` diagnostic either way. Throws
+   * `invalid_argument` for an unknown drill or an invalid id.
+   */
+  drill(turnId: string, drill: DrillKind): boolean;
   /** Deletes all local data of this namespace (logout). */
   clearStorage(): Promise<void>;
   /** Ends every connection and timer. */

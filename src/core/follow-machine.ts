@@ -18,6 +18,9 @@ export { initialFollowState, stallLimitMs } from './follow-state.js';
 /** Phases where the main loop has a request or a wait of its own going. */
 const BUSY = new Set(['connecting', 'streaming', 'waiting', 'replaying', 'settling', 'watching']);
 
+/** The main loop holds a stream attempt of its own (not a replay, not another tab's relay). */
+export const streams = (s: FollowState): boolean => !s.replay && (s.phase === 'connecting' || s.phase === 'streaming');
+
 /** The transition function. Inputs that mean nothing in the current state change nothing. */
 export function transition(state: FollowState, input: FollowInput, env: FollowEnv): Transition {
   const step = new FollowStep(state, env);
@@ -72,9 +75,9 @@ class FollowStep extends StepRules {
         return;
       case 'resume':
         // A stream that got data while the page was frozen is deaf after `resume`: reconnect now, said as a cut.
-        if (s.replay || (s.phase !== 'connecting' && s.phase !== 'streaming')) return;
+        if (!streams(s)) return;
         this.set({ cut: true });
-        this.say({ type: 'disconnect', cause: new TransportError('network_error', 'Page resumed from a freeze.') });
+        this.say({ type: 'disconnect', cause: new TransportError('network_error', input.drill ? 'Cut by client.drill.' : 'Page resumed from a freeze.') });
         this.do({ kind: 'abort', slot: 'main' });
         return this.next();
       case 'recover':

@@ -105,13 +105,14 @@ export type FollowInput =
   | { kind: 'recover' }
   | { kind: 'online' }
   | { kind: 'offline' }
-  | { kind: 'resume' }
+  /** The page came back from a freeze (its stream may be deaf), or `client.drill` cuts it: the stream is dropped as a cut. */
+  | { kind: 'resume'; drill?: true }
   | { kind: 'role'; role: TabRole }
   /** The stream answered 200 text/event-stream. */
   | { kind: 'opened'; lastEventId: number; heartbeatMs: number | undefined }
   /** The first event an attempt (stream, page or relay) applied; later ones are not reported. */
   | { kind: 'progress'; from: 'stream' | 'replay' | 'relay'; seq: number }
-  /** Events are missing before the one that arrived (or the leader is ahead): fill them from the log. */
+  /** Events are missing before the one that arrived (or the leader is ahead), or a `replay` drill asks: read the log. */
   | { kind: 'gap' }
   /** `turn.end` was applied. */
   | { kind: 'ended' }

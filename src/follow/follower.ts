@@ -6,7 +6,7 @@
  * Events never go through the machine: `intake.ts` applies each one (the hot path) and
  * reports only an attempt's first progress, gaps and the end.
  */
-import { transition, initialFollowState } from '../core/follow-machine.js';
+import { streams, transition, initialFollowState } from '../core/follow-machine.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
@@ -16,7 +16,7 @@ import type { LoadedTurn } from '../storage/store.js';
 import { deadline } from '../runtime/deadline.js';
 import { requestJson } from '../transport/http.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
-import type { EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
+import type { DrillKind, EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
 import { buildSnapshot, describeTurn, isEndedSnapshot, visiblyChanged } from './snapshot.js';
 import { createConsumers, type Consumers } from './consumers.js';
@@ -56,6 +56,8 @@ class Follower implements TurnFollower {
   #waiters: (() => void)[] = [];
   /** When the request in flight (or the relay) last made a sound: an event or a heartbeat (monotonic ms). */
   #heard = 0;
+  /** The main stream attempt a `stall` drill made deaf (a later attempt hears again). */
+  #deaf: AbortSignal | undefined;
   /** Wall minus monotonic time at the last transition: shows the machine's monotonic `nextRetryAt` as epoch ms. */
   #wallOffset = 0;
 
@@ -99,6 +101,7 @@ class Follower implements TurnFollower {
       share: () => this.#share,
       dispatch: (input) => this.#dispatch(input),
       heard: () => (this.#heard = deps.clock.now()),
+      deaf: (signal) => signal === this.#deaf,
       guarded: (apply) => this.#guarded(apply),
     };
     this.#batcher = createBatcher(() => {
@@ -158,6 +161,11 @@ class Follower implements TurnFollower {
   }
 
   restore(loaded: LoadedTurn): void {
+    // Storage is taken only before the follower starts: once the machine follows (a handle
+    // reopened the turn while its stored copy was still being read), replacing the intake's
+    // turn would leave the machine unaware of what it holds (an ended turn looping
+    // connect → 204 → replay). The network brings the same events instead.
+    if (this.#machine.following || this.#machine.phase === 'done') return;
     this.#origin = loaded.record;
     this.#createdAt = loaded.record.createdAt;
     this.#dispatch(this.#intake.restore(loaded, this.#deps.limits));
@@ -194,6 +202,20 @@ class Follower implements TurnFollower {
     const over = this.#replayOver();
     this.#dispatch({ kind: 'recover' });
     return over;
+  }
+
+  drill(drill: DrillKind): boolean {
+    const m = this.#machine;
+    const ended = m.phase === 'done';
+    if (drill === 'replay') {
+      // A live turn reads the log as it does for a gap (from its last seq); an ended one is rebuilt as for a receipt's 409.
+      if (ended ? m.error : !m.following || m.ended || m.phase === 'idle') return false;
+      if (ended) this.rebuild();
+      else this.#dispatch({ kind: 'gap' });
+    } else if (!streams(m)) return false;
+    else if (drill === 'cut') this.#dispatch({ kind: 'resume', drill: true });
+    else this.#deaf = this.#runner.signal('main');
+    return true;
   }
 
   onNetwork(online: boolean): void {

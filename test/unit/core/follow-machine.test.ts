@@ -133,6 +133,7 @@ const MOVES: Record<string, Move> = {
   online: (w) => () => w.send({ kind: 'online' }),
   offline: (w) => () => w.send({ kind: 'offline' }),
   resume: (w) => () => w.send({ kind: 'resume' }),
+  drillCut: (w) => () => w.send({ kind: 'resume', drill: true }),
   recover: (w) => () => w.send({ kind: 'recover' }),
   lead: (w) => (w.state.role === 'watcher' ? () => w.send({ kind: 'role', role: 'leader' }) : undefined),
   close: (w) => () => {
