@@ -28,7 +28,7 @@ export interface ExampleAgentOptions {
 export const TIER_HEADER = 'x-example-tier';
 
 /** How often the tools model says its sentence after a tool: a continuation long enough to cut or reload mid-way. */
-export const CONTINUATION_REPEAT = 4;
+export const CONTINUATION_REPEAT = 10;
 
 /** Reads `AI_MODEL_DELAY_MS`, falling back to 40 for anything that is not a non-negative number. */
 export function modelDelayFromEnv(env: NodeJS.ProcessEnv = process.env): number {

@@ -83,13 +83,15 @@ test('a cut and a reload during a continuation: it resumes into the same message
   await waitForPart(page, 'text', 15);
   expect(ai.proxy.resetWhere((request) => request.method === 'GET' && request.path.includes('/events'))).toBeGreaterThanOrEqual(1);
   await waitForPart(page, 'text', 40);
+  const followed = ai.proxy.requests.filter((request) => request.method === 'GET' && request.path.includes('/events')).length;
   await page.reload();
   // No chunk carries an approval's decision: the message useChat rebuilds from the resumed
   // stream shows the transfer done, without `approval.approved` (the reload after it has it).
   const [first, continuation] = await expectToolChat(ai, page, chatId, ['complete', 'complete'], { resumedApproval: true });
   expect(ai.app.transfers()).toBe(1);
-  // Followed again after the cut and after the reload.
-  expect(streamRequests(ai.proxy, continuation!.id)).toBeGreaterThanOrEqual(2);
+  // Followed again after the cut, and after the reload (it was still live then).
+  expect(streamRequests(ai.proxy, continuation!.id)).toBeGreaterThanOrEqual(3);
+  expect(ai.proxy.requests.filter((request) => request.method === 'GET' && request.path.includes('/events')).length).toBeGreaterThan(followed);
   expect((await chatState(page)).messages.map((message) => message.id)).toEqual([first!.content.id, first!.id]);
   // A reload once it ended: the message from storage, decision included.
   await page.reload();
