@@ -3,8 +3,10 @@
  * transition there) and carries out its effects: the stream attempt, replay pages, the
  * named timers, the integrity check, tab sharing. One instance per turn id per client.
  *
- * Events never go through the machine: `intake.ts` applies each one (the hot path) and
- * reports only an attempt's first progress, gaps and the end.
+ * Events never go through the machine: `intake.ts` places each one (the hot path, its
+ * decisions pure in `core/event-placement.ts`) and this file carries out the answer. It
+ * is the only caller of storage, the consumers, the tab relay and `#dispatch`: the
+ * requests, the intake and the report below it answer, and never call back up.
  */
 import { transition, initialFollowState } from '../core/follow-machine.js';
 import { crashedState, statusOf, streams } from '../core/follow-state.js';
@@ -12,18 +14,20 @@ import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } 
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
 import { CancelledError, LifelineError, ProtocolError } from '../errors.js';
-import { cancelAnswerSchema, type TurnEvent } from '../protocol/schemas.js';
+import type { Source } from '../core/event-placement.js';
+import type { Failure } from '../core/failure-policy.js';
+import { decodeEvent, type DecodeResult } from '../protocol/decode.js';
+import type { TurnEvent } from '../protocol/schemas.js';
 import type { LoadedTurn } from '../storage/store.js';
-import { deadline } from '../runtime/deadline.js';
-import { requestJson } from '../transport/http.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import type { DrillKind, EndedTurnSnapshot, Turn, TurnSnapshot } from '../types.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
 import { buildSnapshot, describeTurn, isEndedSnapshot, visiblyChanged } from './snapshot.js';
 import { createConsumers, type Consumers } from './consumers.js';
 import { TurnIntake } from './intake.js';
-import { fetchPage, openStream, verifyTurn, type RequestHost } from './requests.js';
+import { cancelTurn, fetchPage, openStream, verifyTurn, type RequestHost } from './requests.js';
 import { TurnReport } from './report.js';
+import { Settlement } from './settlement.js';
 import type { FollowerDeps, TurnFollower, TurnOrigin } from './types.js';
 
 /** Creates the follower of turn `id`; nothing runs before `start`. */
@@ -51,10 +55,7 @@ class Follower implements TurnFollower {
   #origin: TurnOrigin = {};
   #createdAt: number;
   #report: TurnReport;
-  #completed!: Promise<EndedTurnSnapshot>;
-  #resolveCompleted!: (snapshot: EndedTurnSnapshot) => void;
-  /** Resolved when the running replay is over or the turn settled. */
-  #waiters: (() => void)[] = [];
+  #settlement = new Settlement();
   /** When the request in flight (or the relay) last made a sound: an event or a heartbeat (monotonic ms). */
   #heard = 0;
   /** The main stream attempt a `stall` drill made deaf (a later attempt hears again). */
@@ -76,21 +77,7 @@ class Follower implements TurnFollower {
       burst: () => this.#intake.count,
       changed: () => this.#changed(),
     });
-    this.#intake = new TurnIntake(initialTurnState(id), {
-      id,
-      limits: deps.limits,
-      replaying: () => this.#machine.mode.via === 'replay',
-      dispatch: (input) => this.#dispatch(input),
-      tell: (type, fields) => this.#report.tell(type, fields),
-      applied: (event, from, raw, shown) => {
-        deps.persistence.append(id, event);
-        if (shown) this.#consumers.deliver(shown);
-        // The leader relays whatever it applied, stream or replay, so watchers replay only to fill gaps of their own.
-        if (from !== 'relay') this.#share?.relay(raw ?? event);
-      },
-      changed: () => this.#changed(),
-      heard: () => (this.#heard = deps.clock.now()),
-    });
+    this.#intake = new TurnIntake(initialTurnState(id), deps.limits, (type, fields) => this.#report.tell(type, fields));
     this.#createdAt = deps.clock.wallNow();
     this.#runner = createEffectRunner(deps.clock, deps.timers);
     this.#requests = {
@@ -98,26 +85,24 @@ class Follower implements TurnFollower {
       path: this.#path,
       deps,
       runner: this.#runner,
-      intake: this.#intake,
-      share: () => this.#share,
-      dispatch: (input) => this.#dispatch(input),
-      heard: () => (this.#heard = deps.clock.now()),
-      deaf: (signal) => signal === this.#deaf,
-      guarded: (apply) => this.#guarded(apply),
+      turn: () => this.#intake.turn,
+      beginAttempt: () => this.#intake.beginAttempt(),
+      opened: (input) => this.#dispatch(input),
+      message: (signal, data) => this.#message(signal, data),
+      take: (decoded, from) => this.#guarded(() => this.#take(decoded, from)),
     };
     this.#batcher = createBatcher(() => {
       this.#listeners.emit();
       deps.onChange();
     }, deps.schedule);
     this.#consumers = createConsumers(this, () => this.#close(), () => this.#reopen());
-    this.#unsettle();
     this.subscribe = this.#listeners.subscribe;
     deps.persistence.track(id, () => describeTurn(this.#intake.turn, this.#origin, statusOf(this.#machine), this.#createdAt));
   }
 
   readonly subscribe: (listener: () => void) => () => void;
   get completed(): Promise<EndedTurnSnapshot> {
-    return this.#completed;
+    return this.#settlement.completed;
   }
   get done(): boolean {
     return this.#machine.phase === 'done';
@@ -139,15 +124,8 @@ class Follower implements TurnFollower {
     return this.#consumers.claim();
   }
 
-  /** One request, bounded by `requestTimeoutMs`; rejects `disposed` as soon as the client is. */
-  async cancel(): Promise<void> {
-    const { signal, timers, requestTimeoutMs } = this.#deps;
-    signal.throwIfAborted();
-    const limit = deadline(timers, requestTimeoutMs, signal);
-    const answer = await requestJson({ ...this.#deps, signal: limit.signal }, 'POST', this.#path + '/cancel', cancelAnswerSchema, 100_000);
-    limit.clear();
-    signal.throwIfAborted();
-    if (!answer.ok) throw answer.failure.error;
+  cancel(): Promise<void> {
+    return cancelTurn(this.#deps, this.#path);
   }
 
   close(): void {
@@ -169,7 +147,7 @@ class Follower implements TurnFollower {
     if (this.#machine.phase !== 'idle') return;
     this.#origin = loaded.record;
     this.#createdAt = loaded.record.createdAt;
-    this.#dispatch(this.#intake.restore(loaded, this.#deps.limits));
+    this.#dispatch(this.#intake.restore(loaded));
     // A row without events (accepted, nothing arrived yet) restored nothing to speak of.
     const { lastSeq } = this.#intake.turn;
     if (lastSeq && loaded.record.text === undefined) this.#report.recover('reload', lastSeq);
@@ -179,7 +157,7 @@ class Follower implements TurnFollower {
   start(replayFirst = false): Promise<void> {
     if (!this.#consumers.wanted) return Promise.resolve();
     if (this.#machine.phase === 'idle') this.#join();
-    const over = replayFirst && this.#machine.phase !== 'done' ? this.#replayOver() : Promise.resolve();
+    const over = replayFirst && this.#machine.phase !== 'done' ? this.#settlement.replayOver() : Promise.resolve();
     this.#dispatch({ kind: 'start', replayFirst });
     return over;
   }
@@ -196,13 +174,13 @@ class Follower implements TurnFollower {
     const machine = this.#machine;
     if (machine.phase !== 'done' || !machine.revivable) return Promise.resolve();
     this.#join();
-    const over = this.#replayOver();
+    const over = this.#settlement.replayOver();
     this.#dispatch({ kind: 'revive' });
     return over;
   }
 
   replayAlongside(): Promise<void> {
-    const over = this.#replayOver();
+    const over = this.#settlement.replayOver();
     this.#dispatch({ kind: 'recover' });
     return over;
   }
@@ -238,7 +216,7 @@ class Follower implements TurnFollower {
     this.#batcher.cancel();
     if (this.#machine.phase === 'done') return;
     const live = this.getSnapshot();
-    this.#resolveCompleted(
+    this.#settlement.settle(
       Object.freeze({ ...live, status: 'failed', error: new CancelledError('disposed', 'The client was disposed.'), connection: Object.freeze({ state: 'closed', attempt: 0 }) } as const),
     );
   }
@@ -246,7 +224,7 @@ class Follower implements TurnFollower {
   #close(): void {
     this.#dispatch({ kind: 'close' });
     this.#consumers.endIterators();
-    this.#release();
+    this.#settlement.release();
   }
 
   #reopen(): void {
@@ -282,9 +260,11 @@ class Follower implements TurnFollower {
   #run(effect: FollowEffect, wall: number): void {
     switch (effect.kind) {
       case 'open-stream':
-        return openStream(this.#requests, this.#machine.backoff.attempt);
+        return this.#answer(openStream(this.#requests, this.#machine.backoff.attempt));
       case 'fetch-page':
-        return fetchPage(this.#requests, effect.slot);
+        return this.#answer(fetchPage(this.#requests, effect.slot));
+      case 'verify':
+        return this.#answer(verifyTurn(this.#requests));
       case 'abort':
         return this.#runner.abort(effect.slot);
       case 'arm':
@@ -295,11 +275,7 @@ class Follower implements TurnFollower {
       case 'say':
         return this.#report.say(effect.notice, wall);
       case 'leave':
-        this.#share?.leave();
-        this.#share = undefined;
-        return;
-      case 'verify':
-        return verifyTurn(this.#requests);
+        return this.#leave();
       case 'discard':
         this.#intake.turn = initialTurnState(this.id);
         this.#deps.persistence.discard(this.id);
@@ -307,16 +283,78 @@ class Follower implements TurnFollower {
       case 'fold':
         return void this.#deps.persistence.end(this.id, this.#intake.folded(effect.error));
       case 'release':
-        return this.#release();
-      case 'settle': {
-        this.#consumers.endIterators();
-        const final = this.getSnapshot();
-        if (isEndedSnapshot(final)) this.#resolveCompleted(final);
-        return;
-      }
+        return this.#settlement.release();
+      case 'settle':
+        return this.#settle();
       case 'unsettle':
-        return this.#unsettle();
+        return this.#settlement.unsettle();
     }
+  }
+
+  /** A request's end, as the machine's input (none when it is stale). */
+  #answer(request: Promise<FollowInput | undefined>): void {
+    void request.then((input) => input && this.#dispatch(input));
+  }
+
+  /** One SSE message of the main stream: a heartbeat or an event, unless a `stall` drill made that stream deaf. */
+  #message(signal: AbortSignal, data: string | undefined): Failure | void {
+    if (signal === this.#deaf) return;
+    this.#heard = this.#deps.clock.now();
+    // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
+    if (data === undefined) return this.#share?.relay();
+    return this.#guarded(() => this.#take(decodeEvent(data, this.#deps.limits, this.id), 'stream', data));
+  }
+
+  /**
+   * The hot path's shell: places one event (the decision is the intake's, pure) and carries
+   * it out: stored, shown, relayed by the leader (stream or replay, so watchers replay only to
+   * fill gaps of their own), and the machine told an attempt's first progress, a gap, the end.
+   */
+  #take(decoded: DecodeResult, from: Source, raw?: string): Failure | void {
+    const taken = this.#intake.take(decoded, from, this.#machine.mode.via === 'replay');
+    switch (taken.kind) {
+      case 'apply':
+        this.#deps.persistence.append(this.id, taken.event);
+        if (taken.shown) this.#consumers.deliver(taken.shown);
+        if (from !== 'relay') this.#share?.relay(raw ?? taken.event);
+        if (this.#intake.firstOfAttempt()) this.#dispatch({ kind: 'progress', from, seq: taken.event.seq });
+        if (taken.ended) this.#dispatch({ kind: 'ended' });
+        return this.#changed();
+      case 'gap':
+        return taken.fill ? this.#dispatch({ kind: 'gap' }) : undefined;
+      case 'stop':
+        return taken.failure;
+    }
+  }
+
+  /** A batch the leading tab relayed: applied like a stream of our own, under the stall watchdog. */
+  #takeRelayed(lastSeq: number, batch: readonly string[]): void {
+    const replaying = (): boolean => this.#machine.mode.via === 'replay';
+    // During a replay relayed events only merge into it, by seq: the replay fills any hole.
+    if (!replaying()) this.#heard = this.#deps.clock.now();
+    this.#intake.relayArrived();
+    for (const text of batch) {
+      const failed = this.#take(decodeEvent(text, this.#deps.limits, this.id), 'relay');
+      if (!failed) continue;
+      if (!replaying()) this.#report.tell('protocol-error', { error: failed.error }), this.#dispatch({ kind: 'gap' });
+      return;
+    }
+    // Behind the leader (joined late): heartbeats alone would hide it.
+    if (lastSeq > this.#intake.turn.lastSeq && !replaying()) {
+      this.#report.tell('gap', { expected: this.#intake.turn.lastSeq + 1, got: lastSeq });
+      this.#dispatch({ kind: 'gap' });
+    }
+  }
+
+  #settle(): void {
+    this.#consumers.endIterators();
+    const final = this.getSnapshot();
+    if (isEndedSnapshot(final)) this.#settlement.settle(final);
+  }
+
+  #leave(): void {
+    this.#share?.leave();
+    this.#share = undefined;
   }
 
   /**
@@ -329,15 +367,12 @@ class Follower implements TurnFollower {
     this.#inbox.length = 0;
     const error = new LifelineError('internal_error', 'Lifeline failed while handling this turn.', { cause: bug });
     this.#runner.clearAll();
-    this.#share?.leave();
-    this.#share = undefined;
+    this.#leave();
     this.#machine = crashedState(this.#machine, error);
     this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
-    this.#release();
-    this.#consumers.endIterators();
+    this.#settlement.release();
     this.#changed();
-    const final = this.getSnapshot();
-    if (isEndedSnapshot(final)) this.#resolveCompleted(final);
+    this.#settle();
   }
 
   #guarded<T>(apply: () => T): T | undefined {
@@ -352,18 +387,6 @@ class Follower implements TurnFollower {
   #fire(timer: TimerName): void {
     const since = timer === 'stall' ? this.#heard : this.#runner.armedAt(timer);
     this.#dispatch({ kind: 'timer', timer, silentMs: this.#deps.clock.now() - since });
-  }
-
-  #unsettle(): void {
-    this.#completed = new Promise((resolve) => (this.#resolveCompleted = resolve));
-  }
-
-  #release(): void {
-    for (const resolve of this.#waiters.splice(0)) resolve();
-  }
-
-  #replayOver(): Promise<void> {
-    return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
   #changed(): void {
@@ -384,7 +407,7 @@ class Follower implements TurnFollower {
           if (shared) this.#report.tell('shared', { role: 'leader' });
           this.#dispatch({ kind: 'role', role: 'leader' });
         },
-        onBatch: (lastSeq, batch) => this.#guarded(() => this.#intake.takeRelayed(lastSeq, batch)),
+        onBatch: (lastSeq, batch) => this.#guarded(() => this.#takeRelayed(lastSeq, batch)),
         onBadBatch: () => this.#report.tell('protocol-error', { error: new ProtocolError('invalid_event', 'Invalid relayed batch.') }),
       },
       () => this.#intake.turn.lastSeq,
