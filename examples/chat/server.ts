@@ -59,6 +59,8 @@ export interface ExampleServer {
   };
   /** Where turns are logged: `memory`, `redis` or `redis cluster`. */
   storeKind: string;
+  /** How many times the `/ai` page's `transfer` tool ran on the server (once per approved call). */
+  transfers(): number;
   /**
    * Stops the server. With `drainMs` it drains first, still listening: submissions answer
    * `503 shutting_down` (the page's outbox sends them again later), live turns may run to
@@ -125,7 +127,9 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
   const distDir = options.distDir ?? DIST_DIR;
   const restartDownMs = options.restartDownMs ?? 3000;
   const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL'], options.redisCluster ?? process.env['REDIS_CLUSTER']);
+  let transfers = 0;
   const agent = createExampleAgent({
+    onTransfer: () => void transfers++,
     tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv(),
     modelDelayMs: options.modelDelayMs ?? modelDelayFromEnv(),
     modelWords: options.modelWords ?? 60,
@@ -216,6 +220,7 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
     url,
     port,
     storeKind: kind,
+    transfers: () => transfers,
     lab: Object.assign(lab, { down, up }),
     async close(closeOptions = {}) {
       await restarting?.catch(() => {});
