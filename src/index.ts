@@ -41,6 +41,7 @@ export type {
   StorageStatus,
   Diagnostic,
   DiagnosticType,
+  DrillKind,
   Subscribable,
   ExternalStore,
   Conversation,

@@ -5,13 +5,13 @@
 import type { MessagePart } from './core/turn-reducer.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, SubmitContext, TurnEvent } from './protocol/schemas.js';
-import type { ActionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
+import type { ActionState, ConnectionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
 import type { RetryOptions } from './core/backoff.js';
 import type { Ports } from './ports/index.js';
 import type { Store } from './storage/store.js';
 
 export type { MessagePart, TextPart } from './core/turn-reducer.js';
-export type { ActionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
+export type { ActionState, ConnectionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
 export type { RetryOptions } from './core/backoff.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
@@ -27,8 +27,6 @@ export interface ExternalStore<S> {
   subscribe(listener: () => void): () => void;
 }
 
-/** State of the single network connection that follows a turn. */
-export type ConnectionState = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
 
 export interface ConnectionInfo {
   state: ConnectionState;
@@ -283,7 +281,7 @@ export type Diagnostic =
   | { type: 'stalled'; at: number; turnId: string; watchdog: 'first-event' | 'idle'; silentMs: number }
   | { type: 'recovering'; at: number; turnId: string; path: RecoveryPath; fromSeq: number }
   | { type: 'recovered'; at: number; turnId: string; path: RecoveryPath; events: number }
-  | { type: 'completed'; at: number; turnId: string; status: 'complete' | 'failed' | 'cancelled' }
+  | { type: 'completed'; at: number; turnId: string; status: EndedTurnStatus }
   | { type: 'failed'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; error: LifelineError }
   | { type: 'submit'; at: number; operationId: string; conversationId: string; attempt: number }
   | { type: 'accepted'; at: number; operationId: string; turnId: string; replayed: boolean }
@@ -303,9 +301,26 @@ export type Diagnostic =
    * rebuilt from a full replay), `unsupported` once when the server predates receipts
    * (1.1: no receipt is sent again), `dropped` when refused or too old.
    */
-  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError };
+  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError }
+  /** `client.drill` was called: `applied` false when the drill does not fit the turn's state (nothing was done). */
+  | { type: 'drill'; at: number; turnId: string; drill: DrillKind; applied: boolean };
 
 export type DiagnosticType = Diagnostic['type'];
+
+/**
+ * A fault a developer sets off on purpose, to watch the client recover (`client.drill`):
+ * - `cut`: the turn's open stream is dropped as a network cut would drop it; the client
+ *   reconnects with `Last-Event-ID` (docs/faults.md row 1).
+ * - `stall`: the turn's open stream goes deaf (this client ignores every byte it sends, heartbeats
+ *   included) until the stall watchdog notices, after the real stall timeout, and recovers as from
+ *   a silent proxy (row 2).
+ * - `replay`: a live turn is read from the server's log (docs/protocol.md section 3) from its last
+ *   seq, then streamed again, as after a stall; an ended, verified turn is thrown away and rebuilt
+ *   from seq 0, then checked against `turn.end` again (a receipt's `409` does the same).
+ *
+ * The server is not involved: nothing is cut or stalled anywhere but in this client.
+ */
+export type DrillKind = 'cut' | 'stall' | 'replay';
 
 /** The client returned by `createLifeline`. */
 export interface LifelineClient {
@@ -327,6 +342,14 @@ export interface LifelineClient {
   recover(conversationId: string): Promise<readonly TurnSnapshot[]>;
   /** Resolves once stored turns and outbox entries are loaded (before any network), or at once on `dispose()`. */
   readonly ready: Promise<void>;
+  /**
+   * Sets off a {@link DrillKind} fault on a turn this client follows, for development tools
+   * (`lifeline/devtools`) and tests. Answers whether it applied: `cut` and `stall` need the
+   * turn's own stream open or opening (not a replay, not another tab's relay), `replay` a turn
+   * that is live or ended and verified. Says a `drill` diagnostic either way. Throws
+   * `invalid_argument` for an unknown drill or an invalid id.
+   */
+  drill(turnId: string, drill: DrillKind): boolean;
   /** Deletes all local data of this namespace (logout). */
   clearStorage(): Promise<void>;
   /** Ends every connection and timer. */

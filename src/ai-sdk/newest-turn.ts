@@ -3,12 +3,11 @@
  * turns newest first), for `reconnectToStream` and `cancel(chatId)`. Every wait here honours
  * the caller's abort signal: an aborted lookup settles at once and keeps no subscription.
  */
+import { isEnded } from '../core/domain.js';
 import { realTimers, type TimerHandle } from '../ports/timers.js';
 import type { LifelineClient, TurnSnapshot } from '../types.js';
 
-const ENDED = ['complete', 'failed', 'cancelled'];
-
-export const isLive = (turn: TurnSnapshot): boolean => !ENDED.includes(turn.status);
+export const isLive = (turn: TurnSnapshot): boolean => !isEnded(turn.status);
 
 /** `promise`'s value, or `undefined` as soon as `signal` aborts (at once when it has). */
 export function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {

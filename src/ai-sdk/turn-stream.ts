@@ -5,6 +5,7 @@
  * stream, so it never ends in a network error.
  */
 import type { UIMessageChunk } from 'ai';
+import { isEnded } from '../core/domain.js';
 import type { JsonValue, TurnEvent } from '../protocol/schemas.js';
 import type { Turn, TurnSnapshot } from '../types.js';
 import { createChunkReplayer, type ChunkReplayer } from '../protocol/ai-sdk/mapping.js';
@@ -23,12 +24,10 @@ export interface TurnStreamOptions {
   prefix?: readonly UIMessageChunk[] | undefined;
 }
 
-const ENDED = ['complete', 'failed', 'cancelled'];
-
 /** The end chunk a settled snapshot calls for (a client that gave up has no `turn.end`: its error says why). */
 function endFrom(replayer: ChunkReplayer, snapshot: TurnSnapshot): void {
   const error: JsonValue | undefined = snapshot.endError ?? (snapshot.error && { message: snapshot.error.message });
-  replayer.end({ status: snapshot.status === 'complete' || snapshot.status === 'cancelled' ? snapshot.status : 'failed', error });
+  replayer.end({ status: isEnded(snapshot.status) ? snapshot.status : 'failed', error });
 }
 
 /** Streams `turn` from its first chunk; see the module comment. */
@@ -82,7 +81,7 @@ export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }
       }
       if (!ended && !signal?.aborted) {
         // Ended before this stream opened, or the client gave up on it: the settled snapshot says how.
-        const final = ENDED.includes(turn.getSnapshot().status) ? turn.getSnapshot() : await Promise.race([turn.completed, aborted]);
+        const final = isEnded(turn.getSnapshot().status) ? turn.getSnapshot() : await Promise.race([turn.completed, aborted]);
         // A client disposed mid-turn (a page going away) ended nothing: the next page resumes the turn.
         if (final && final.error?.code !== 'disposed') endFrom(replayer, final), (ended = true);
       }

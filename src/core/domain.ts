@@ -4,7 +4,7 @@
  * above it; `storage/store.ts` and `types.ts` re-export them under their old names.
  */
 import type { LifelineError } from '../errors.js';
-import type { ActionEvent, JsonObject, MessageContent, PartObject, SubmitContext } from '../protocol/schemas.js';
+import type { ActionEvent, JsonObject, MessageContent, PartObject, ServerTurnStatus, SubmitContext, TurnEndStatus } from '../protocol/schemas.js';
 
 /** Status of a turn as the client tracks it (wider than the server's). */
 export type TurnStatus =
@@ -17,13 +17,19 @@ export type TurnStatus =
   | 'failed'
   | 'cancelled';
 
-/** The three statuses after which nothing more can happen to a turn. */
-export type EndedTurnStatus = 'complete' | 'failed' | 'cancelled';
+/** The three statuses after which nothing more can happen to a turn: those `turn.end` may carry (docs/protocol.md section 2). */
+export type EndedTurnStatus = TurnEndStatus;
 
-/** True for `complete`, `failed` and `cancelled`: the statuses after which a turn never changes again. */
-export function isEndedStatus(status: TurnStatus): status is EndedTurnStatus {
+/**
+ * True for `complete`, `failed` and `cancelled`: the statuses after which a turn never
+ * changes again. The one test of it, for the client's statuses and the server's alike.
+ */
+export function isEnded(status: TurnStatus | ServerTurnStatus): status is EndedTurnStatus {
   return status === 'complete' || status === 'failed' || status === 'cancelled';
 }
+
+/** State of the single network connection that follows a turn. */
+export type ConnectionState = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
 
 /** One action call as the snapshot shows it: the latest state of each `callId`. */
 export interface ActionState {

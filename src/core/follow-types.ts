@@ -1,49 +1,44 @@
 /**
  * The follower's machine, as data: every state it can be in, every input that moves it,
  * every effect it asks for. Read this file first; `follow-machine.ts` is the transition
- * table over these unions, `follow/` runs the effects.
+ * table over these unions (rendered into docs/architecture.md), `follow-steps.ts` the steps
+ * its rules share, `follow/` runs the effects.
  *
- * Three regions live side by side in one state:
- * - lifecycle: `following` (the app wants the turn and it was started) and `phase`;
- * - tab role: `solo` (no tab sharing here), `leader` (streams and relays), `watcher`
- *   (applies what the leader relays);
- * - the main loop: `phase`, one request or one wait at a time.
+ * The state is a union by `phase` (the main loop: one request or one wait at a time), each
+ * variant with only its own data, beside regions that change on their own: the tab role,
+ * the network, what the events told, which way the loop reads the turn, a `recover()`
+ * replay alongside, the retry budget. What the app sees (`status`, `connection`) is derived
+ * from it (`follow-state.ts`), never stored.
  */
 import type { LifelineError } from '../errors.js';
 import type { BackoffState, RetryPolicy } from './backoff.js';
+import type { EndedTurnStatus } from './domain.js';
 import type { Failure } from './failure-policy.js';
 
-/** Where the main loop is. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
-export type Phase =
+/** Where the main loop is, with what only that phase holds. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
+export type LoopPhase =
   /** Not following (before `start`, or closed): waits for `start`. */
-  | 'idle'
+  | { readonly phase: 'idle' }
   /** The browser is offline: waits for `online` (no timer, no request). */
-  | 'offline'
+  | { readonly phase: 'offline' }
   /** Another tab streams and relays: the stall timer watches the relay. */
-  | 'watching'
+  | { readonly phase: 'watching' }
   /** A stream request is in flight (headers, then the response): stall timer armed. */
-  | 'connecting'
+  | { readonly phase: 'connecting' }
   /** The stream is open: stall timer armed (events and heartbeats restart it). */
-  | 'streaming'
-  /** Waiting out a backoff delay: retry timer armed. */
-  | 'waiting'
+  | { readonly phase: 'streaming' }
+  /** Waiting out a backoff delay until `retryAt` (monotonic ms): retry timer armed. */
+  | { readonly phase: 'waiting'; readonly retryAt: number }
   /** One replay page is in flight: stall timer armed (a hang counts as a failure). */
-  | 'replaying'
+  | { readonly phase: 'replaying' }
   /** `turn.end` applied: the integrity check is in flight. */
-  | 'settling'
-  /** Ended (complete, cancelled) or failed: nothing runs. A revivable failure may `revive`. */
-  | 'done';
+  | { readonly phase: 'settling' }
+  /** Ended (complete, cancelled) or failed: nothing runs. A `revivable` failure may `revive`. */
+  | { readonly phase: 'done'; readonly status: EndedTurnStatus; readonly error: LifelineError | undefined; readonly revivable: boolean };
+
+export type Phase = LoopPhase['phase'];
 
 export type TabRole = 'solo' | 'leader' | 'watcher';
-
-/** Status the app sees (also `TurnStatus` in the public types). */
-export type FollowStatus = 'pending' | 'streaming' | 'reconnecting' | 'stalled' | 'recovering' | 'complete' | 'failed' | 'cancelled';
-
-/** How `turn.end` said the turn ended. */
-export type EndStatus = 'complete' | 'failed' | 'cancelled';
-
-/** The connection as the app sees it. */
-export type ConnectionPhase = 'idle' | 'connecting' | 'open' | 'waiting' | 'offline' | 'closed';
 
 /** Which request a result belongs to: the main loop's, or the replay `recover()` runs alongside. */
 export type RequestSlot = 'main' | 'alongside';
@@ -62,49 +57,46 @@ export interface FollowConfig {
   idleMs?: number | undefined;
 }
 
-/** The whole machine state: plain data, replaced on every transition. */
-export interface FollowState {
-  readonly phase: Phase;
-  /** Between `start` and `close`/`dispose`. */
-  readonly following: boolean;
+/** Which way the main loop reads the turn, with what each way counts. */
+export type LoopMode =
+  /**
+   * The stream. `misses`: attempts in a row that ended without applying anything; `cut`: the
+   * last attempt ended by a cut, so the next connection's first burst is a resume.
+   */
+  | { readonly via: 'stream'; readonly misses: number; readonly cut: boolean }
+  /** Pages of the log. `replayed`: events applied so far; `stalled`: a watchdog sent it here or fired during it. */
+  | { readonly via: 'replay'; readonly replayed: number; readonly stalled: boolean };
+
+/** What the applied events told so far (restored ones included). */
+export type Seen = 'nothing' | 'events' | 'end';
+
+/** The regions beside the phase: each changes on its own. */
+export interface FollowRegions {
+  readonly mode: LoopMode;
   readonly role: TabRole;
   readonly online: boolean;
-  /** The main loop replays (pages of the log) instead of streaming. */
-  readonly replay: boolean;
-  /** A `recover()` replay runs next to the main loop. */
-  readonly alongside: boolean;
-  /** `turn.end` is applied: the loop settles the turn (until a rebuild discards it). */
-  readonly ended: boolean;
-  /** At least one event applied (the idle watchdog applies, not the first-event one). */
-  readonly hasEvents: boolean;
+  readonly seen: Seen;
+  /** A `recover()` replay running next to the main loop, and the events it applied. */
+  readonly alongside: { readonly replayed: number } | undefined;
+  /** Failures since the last progress, and when they began. */
+  readonly backoff: BackoffState;
   /** The current attempt (stream or page) applied an event. */
   readonly progressed: boolean;
-  /** Stream attempts in a row that ended without applying anything. */
-  readonly misses: number;
-  /** The last stream attempt ended by a cut: the next connection's first burst is a resume. */
-  readonly cut: boolean;
+  /** A 401/403 was retried once with fresh headers (a second one in a row is final). */
   readonly authRetried: boolean;
-  /** The integrity check already rebuilt the turn once. */
+  /** The turn was rebuilt once already: a second text difference is a failure, not a loop. */
   readonly rebuilt: boolean;
   /** `Lifeline-Heartbeat` of the last opened stream, ms. */
   readonly heartbeatMs: number | undefined;
-  /** Events the running replays applied (reported when they end). */
-  readonly replayed: number;
-  readonly alongsideReplayed: number;
-  readonly backoff: BackoffState;
-  readonly status: FollowStatus;
-  readonly connection: ConnectionPhase;
-  /** When the retry timer fires (epoch ms), while `waiting`. */
-  readonly nextRetryAt: number | undefined;
-  /** A failure that may pass (network, auth): `revive` follows the turn again. */
-  readonly revivable: boolean;
-  readonly error: LifelineError | undefined;
 }
+
+/** The whole machine state: plain data, replaced on every transition. */
+export type FollowState = FollowRegions & LoopPhase;
 
 /** Everything that can happen to a follower. Results of requests name their slot. */
 export type FollowInput =
   /** What storage held, before any network: events (maybe up to `turn.end`), or a final folded turn. */
-  | { kind: 'restored'; hasEvents: boolean; ended: boolean; final?: { status: EndStatus; error: LifelineError | undefined } }
+  | { kind: 'restored'; hasEvents: boolean; ended: boolean; final?: { status: EndedTurnStatus; error: LifelineError | undefined } }
   | { kind: 'start'; replayFirst: boolean }
   | { kind: 'close' }
   | { kind: 'revive' }
@@ -113,13 +105,14 @@ export type FollowInput =
   | { kind: 'recover' }
   | { kind: 'online' }
   | { kind: 'offline' }
-  | { kind: 'resume' }
+  /** The page came back from a freeze (its stream may be deaf), or `client.drill` cuts it: the stream is dropped as a cut. */
+  | { kind: 'resume'; drill?: true }
   | { kind: 'role'; role: TabRole }
   /** The stream answered 200 text/event-stream. */
   | { kind: 'opened'; lastEventId: number; heartbeatMs: number | undefined }
   /** The first event an attempt (stream, page or relay) applied; later ones are not reported. */
   | { kind: 'progress'; from: 'stream' | 'replay' | 'relay'; seq: number }
-  /** Events are missing before the one that arrived (or the leader is ahead): fill them from the log. */
+  /** Events are missing before the one that arrived (or the leader is ahead), or a `replay` drill asks: read the log. */
   | { kind: 'gap' }
   /** `turn.end` was applied. */
   | { kind: 'ended' }
@@ -131,7 +124,7 @@ export type FollowInput =
   | { kind: 'page'; slot: RequestSlot; applied: number; more: boolean }
   | { kind: 'timer'; timer: TimerName; silentMs: number }
   /** The integrity check's answer. */
-  | { kind: 'verified'; matches: boolean; status: EndStatus; expectedLength: number; actualLength: number };
+  | { kind: 'verified'; matches: boolean; status: EndedTurnStatus; expectedLength: number; actualLength: number };
 
 /** Diagnostics the machine decides on; the runner stamps `at` and `turnId`. */
 export type FollowNotice =
@@ -145,7 +138,7 @@ export type FollowNotice =
   | { type: 'auth-refresh' }
   | { type: 'protocol-error'; error: LifelineError }
   | { type: 'integrity-mismatch'; expectedLength: number; actualLength: number }
-  | { type: 'completed'; status: EndStatus }
+  | { type: 'completed'; status: EndedTurnStatus }
   | { type: 'failed'; scope: 'stream' | 'replay'; error: LifelineError };
 
 /** What the machine asks the runner to do, in order. Plain data. */

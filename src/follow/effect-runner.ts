@@ -17,6 +17,8 @@ export interface EffectRunner {
   /** A fresh request in `slot` (the previous one is aborted). */
   begin(slot: RequestSlot): AbortController;
   abort(slot: RequestSlot): void;
+  /** The signal of `slot`'s current request, if one is out. */
+  signal(slot: RequestSlot): AbortSignal | undefined;
   /** `controller` is still the current request of `slot` and was not aborted. */
   current(slot: RequestSlot, controller: AbortController): boolean;
   /** Every timer cleared, every request aborted. */
@@ -50,6 +52,7 @@ export function createEffectRunner(clock: Clock, platform: Timers): EffectRunner
       requests.get(slot)?.abort();
       requests.delete(slot);
     },
+    signal: (slot) => requests.get(slot)?.signal,
     current: (slot, controller) => requests.get(slot) === controller && !controller.signal.aborted,
     clearAll() {
       for (const name of [...timers.keys()]) runner.clear(name);

@@ -4,6 +4,7 @@
  * order. This is the hot path: it calls the reducer, storage and the iterators directly,
  * and tells the follower's machine only an attempt's first progress, a gap, and the end.
  */
+import { isEnded } from '../core/domain.js';
 import type { Failure } from '../core/failure-policy.js';
 import type { FollowInput } from '../core/follow-types.js';
 import { applyEvent, applyNext, classifyEvent, foldedTurnState, skipEvent, turnEntries, turnText, type TurnState } from '../core/turn-reducer.js';
@@ -139,7 +140,7 @@ export class TurnIntake {
       // A folded turn: ended, its events are gone.
       this.turn = foldedTurnState(this.host.id, { ...record, text: record.text, actions: record.actions ?? [] });
       const error = record.error && errorFromJson(record.error);
-      const status = record.status === 'complete' || record.status === 'cancelled' ? record.status : 'failed';
+      const status = isEnded(record.status) ? record.status : 'failed';
       return { kind: 'restored', hasEvents: true, ended: true, final: { status, error } };
     }
     for (const event of events) this.turn = isTurnEvent(event) ? applyEvent(this.turn, event, limits) : skipEvent(this.turn, event.seq);

@@ -5,6 +5,7 @@
 import { ProtocolError, type LifelineError } from '../errors.js';
 import { decodeEventValue, type DecodeResult } from '../protocol/decode.js';
 import { replayAnswerSchema } from '../protocol/schemas.js';
+import { isEnded } from '../core/domain.js';
 import type { Failure } from '../core/failure-policy.js';
 import { requestJson, type JsonRequest } from '../transport/http.js';
 
@@ -57,7 +58,7 @@ export async function fetchReplayPage(request: PageRequest): Promise<PageResult 
       // The turn row is read after the events: it may count events this page lacks.
       const more = hasMore || turn.lastSeq > request.lastSeq();
       // Ended, but no turn.end after our cursor: nothing will fix that.
-      if (!more && ['complete', 'failed', 'cancelled'].includes(turn.status)) return fatal(new ProtocolError('seq_mismatch', 'Log ended without turn.end.'));
+      if (!more && isEnded(turn.status)) return fatal(new ProtocolError('seq_mismatch', 'Log ended without turn.end.'));
       // An empty page ends the replay even when more was promised: the stream brings the rest (no hot loop).
       return { applied, more: more && events.length > 0 };
     }

@@ -26,6 +26,8 @@ export interface RequestHost {
   dispatch(input: FollowInput): void;
   /** Stamps the time the request in flight last made a sound (the stall watchdog reads it). */
   heard(): void;
+  /** The stream attempt of `signal` was made deaf by a `stall` drill: what it sends is ignored. */
+  deaf(signal: AbortSignal): boolean;
   /** Runs `apply` (the hot path); a throw there is a bug: the turn ends failed (follower.ts `#crash`). */
   guarded<T>(apply: () => T): T | undefined;
 }
@@ -46,6 +48,7 @@ export function openStream(host: RequestHost, attempt: number): void {
     signal: controller.signal,
     onOpen: (heartbeatMs) => host.dispatch({ kind: 'opened', lastEventId, heartbeatMs }),
     onMessage: (data) => {
+      if (host.deaf(controller.signal)) return;
       host.heard();
       // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
       if (data === undefined) return host.share()?.relay();

@@ -7,7 +7,7 @@ import type { NetworkMonitor } from '../ports/network.js';
 import type { Page } from '../ports/page.js';
 import type { Tabs } from '../ports/tabs.js';
 import type { Timers } from '../ports/timers.js';
-import type { Diagnostic, LimitOptions, StallOptions, Turn } from '../types.js';
+import type { Diagnostic, DrillKind, LimitOptions, StallOptions, Turn } from '../types.js';
 
 /** Everything a follower needs from its client. */
 export interface FollowerDeps {
@@ -85,6 +85,8 @@ export interface TurnFollower extends Turn {
    * over from a failed one is.
    */
   replayAlongside(): Promise<void>;
+  /** `client.drill`: sets the fault off when it fits the turn's state; answers whether it did. */
+  drill(drill: DrillKind): boolean;
   /** The browser went online or offline: online retries at once. */
   onNetwork(online: boolean): void;
   /** The page came back from a freeze (`resume`): an open stream may have gone deaf. */

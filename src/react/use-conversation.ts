@@ -1,5 +1,6 @@
 'use client';
 import { useCallback, useMemo, useSyncExternalStore } from 'react';
+import { isEnded } from '../core/domain.js';
 import { createBrowserNetworkMonitor } from '../ports/network.js';
 import type { MessageContent } from '../protocol/schemas.js';
 import type { Conversation, ConversationItem, ConversationSnapshot, ExternalStore, LifelineClient, Outbox, OutboxEntry, Submission } from '../types.js';
@@ -46,8 +47,6 @@ function entryStatus(entry: OutboxEntry | undefined): ConversationStatus {
   if (!entry || entry.state === 'accepted') return 'online';
   return entry.state === 'failed' ? 'failed' : 'sending';
 }
-
-const isEnded = (status: string): boolean => status === 'complete' || status === 'failed' || status === 'cancelled';
 
 /** Summarises a conversation's items and outbox entries into one {@link ConversationStatus}. */
 export function conversationStatus(items: readonly ConversationItem[], outbox: readonly OutboxEntry[]): ConversationStatus {

@@ -5,7 +5,7 @@
  * code tested on it holds on the real one. It belongs to one tab: its lease is always free.
  */
 import { chunkWins, joinChunks, nextRow } from './monotonic.js';
-import { isEndedStatus } from '../core/domain.js';
+import { isEnded } from '../core/domain.js';
 import type { EventChunk, OutboxRecord, Store, TurnRecord } from './store.js';
 
 /** The store returned by {@link createMemoryStore}. */
@@ -48,7 +48,7 @@ export function createMemoryStore(): MemoryStore {
       }
     },
     async loadTurns({ unfinished, conversationId } = {}) {
-      const items = [...turns.values()].filter((row) => (conversationId === undefined ? !(unfinished && isEndedStatus(row.status)) : row.conversationId == conversationId));
+      const items = [...turns.values()].filter((row) => (conversationId === undefined ? !(unfinished && isEnded(row.status)) : row.conversationId == conversationId));
       return { items: copy(items), skipped: [] };
     },
     async loadTurn(turnId) {

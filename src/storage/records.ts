@@ -10,7 +10,7 @@ import { decodeEventValue } from '../protocol/decode.js';
 import { actionFields, idempotencyKeySchema, idSchema, jsonObjectSchema, partSchema, seqSchema, submitBodySchema, type LoggedEvent } from '../protocol/schemas.js';
 import type { LoadResult, OutboxRecord, TurnRecord } from './store.js';
 
-export { isEndedStatus } from '../core/domain.js';
+export { isEnded } from '../core/domain.js';
 
 const time = z.number().check(z.gte(0));
 const count = z.int().check(z.gte(0));

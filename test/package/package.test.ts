@@ -100,9 +100,9 @@ describe('the packed package', () => {
 
   it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
     const manifest = installedManifest(apps.app);
-    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
+      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -119,6 +119,7 @@ describe('the packed package', () => {
     expect(names['lifeline/server/node']).toEqual(['DEFAULT_DRAIN_MS', 'answerRefusedRequests', 'serve', 'toNodeListener']);
     expect(names['lifeline/server/redis']).toEqual(expect.arrayContaining(['createRedisTurnLog']));
     expect(names['lifeline/ai-sdk']).toEqual(expect.arrayContaining(['createChatTransport']));
+    expect(names['lifeline/ai-sdk/react']).toEqual(['useInitialMessages']);
     expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
     expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
   });
@@ -134,11 +135,12 @@ describe('the packed package', () => {
     }
   });
 
-  it('starts every built file of lifeline/react with "use client"', () => {
-    const files = readdirSync(installed('dist', 'react')).filter((name) => name.endsWith('.js'));
+  it.each([['react'], ['ai-sdk/react']])('starts every built file of lifeline/%s with "use client"', (entry) => {
+    const dir = installed('dist', ...entry.split('/'));
+    const files = readdirSync(dir).filter((name) => name.endsWith('.js'));
     expect(files).toContain('index.js');
     for (const name of files) {
-      const first = readFileSync(installed('dist', 'react', name), 'utf8').split('\n')[0];
+      const first = readFileSync(join(dir, name), 'utf8').split('\n')[0];
       expect(first, name).toMatch(/^(['"])use client\1;?$/);
     }
   });

@@ -9,6 +9,7 @@ import type {
   ConversationItem,
   ConversationSnapshot,
   Diagnostic,
+  DrillKind,
   ExternalStore,
   LifelineClient,
   Outbox,
@@ -83,6 +84,8 @@ export interface FakeClient extends LifelineClient {
   /** Handles created by `turn(id)`: one per id means one connection per id. */
   readonly turnsOpened: Map<string, FakeTurn>;
   readonly conversationsOpened: Map<string, FakeConversation>;
+  /** Every `drill(turnId, drill)` call, in order (each answers true). */
+  readonly drills: [string, DrillKind][];
   readonly turnCalls: number;
   readonly conversationCalls: number;
   emit(diagnostic: Diagnostic): void;
@@ -156,6 +159,7 @@ export function createFakeClient(): FakeClient {
   const diagnosticListeners = new Set<(d: Diagnostic) => void>();
   const storage = writableStore<StorageStatus>({ state: 'opening', kind: 'memory' });
   const outboxStore = writableStore<readonly OutboxEntry[]>([]);
+  const drills: [string, DrillKind][] = [];
   let turnCalls = 0;
   let conversationCalls = 0;
   return {
@@ -196,6 +200,11 @@ export function createFakeClient(): FakeClient {
     },
     storageStatus: storage,
     recover: async () => [],
+    drills,
+    drill(turnId, drill) {
+      drills.push([turnId, drill]);
+      return true;
+    },
     ready: Promise.resolve(),
     clearStorage: async () => {},
     dispose: () => {},

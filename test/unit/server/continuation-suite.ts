@@ -13,7 +13,7 @@ import { uiMessageAgent, type UIMessageAgentContext } from '../../../src/server/
 import type { Agent, AgentContext } from '../../../src/server/producer/agent.js';
 import { isExpiredTurn, type TurnLog } from '../../../src/server/log/turn-log.js';
 import { newKey, replayAll, startTestServer, waitForTurnEnd, type TestServer } from '../../fixtures/server.js';
-import { approvalTools, streamApproval } from './approval-model.js';
+import { pageTools, streamTools } from '../../../examples/chat/ai-tools-model.js';
 import type { MakeProtocolLog } from './protocol-suite.js';
 
 const question = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
@@ -163,11 +163,11 @@ export function defineContinuationSuite(name: string, makeLog: MakeProtocolLog):
       beforeEach(async () => {
         executions = 0;
         seen = [];
-        const tools = approvalTools(() => executions++);
+        const tools = pageTools(() => executions++);
         // No `log` option: the agent reads the conversation from the handler it is mounted in.
         const agent = uiMessageAgent(async (context) => {
           seen.push(context);
-          return streamApproval(context.messages, tools, context.signal);
+          return streamTools(context.messages, tools, { signal: context.signal });
         });
         server = await startTestServer({ agent, store: log });
       });
@@ -207,7 +207,7 @@ export function defineContinuationSuite(name: string, makeLog: MakeProtocolLog):
         const final = await messageOf(server!, t2, t1, answered);
         expect(final.id).toBe(t1);
         expect(final.parts.find((part) => part.type === 'tool-transfer')).toMatchObject({ state: 'output-available', output: { sent: 5 } });
-        expect(final.parts.at(-1)).toMatchObject({ type: 'text', text: 'Sent 5 to Bob.' });
+        expect(final.parts.at(-1)).toMatchObject({ type: 'text', text: 'Sent 5 to Bob, and the receipt is in your inbox.' });
 
         // The next turn sees that message folded (its answer and output), and runs nothing again.
         await turn('conv-ap', { content: question('u2', 'Thanks') });
@@ -237,7 +237,7 @@ export function defineContinuationSuite(name: string, makeLog: MakeProtocolLog):
         const t2 = await turn('conv-client-tool', { content: answered });
         expect(seen[1]!.continues).toBe(t1);
         const final = await messageOf(server!, t2, t1, answered);
-        expect(final.parts.at(-1)).toMatchObject({ type: 'text', text: 'You are in Bergen.' });
+        expect(final.parts.at(-1)).toMatchObject({ type: 'text', text: 'You are in Bergen, so the weather there is what counts today.' });
         expect(final.parts.filter((part) => part.type === 'tool-locate')).toHaveLength(1);
       });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StorageError } from '../../../src/errors.js';
 import { joinChunks } from '../../../src/storage/monotonic.js';
-import { checkAll, chunkSchema, isEndedStatus, outboxRecordSchema, turnRecordSchema } from '../../../src/storage/records.js';
+import { checkAll, chunkSchema, isEnded, outboxRecordSchema, turnRecordSchema } from '../../../src/storage/records.js';
 import type { TurnRecord } from '../../../src/storage/store.js';
 
 const delta = (seq: number, extra: Record<string, unknown> = {}) => ({ turnId: 't1', seq, type: 'delta', text: `w${seq}`, ...extra });
@@ -54,7 +54,7 @@ describe('stored record schemas', () => {
 
   it('lists the ended statuses', () => {
     const all = ['pending', 'streaming', 'reconnecting', 'stalled', 'recovering', 'complete', 'failed', 'cancelled'] as const;
-    expect(all.filter(isEndedStatus).sort()).toEqual(['cancelled', 'complete', 'failed']);
+    expect(all.filter(isEnded).sort()).toEqual(['cancelled', 'complete', 'failed']);
   });
 
   it('skips and names the store and (shortened) key of each corrupt record', () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { sha256Hex } from '../../../protocol/integrity.js';
 import { execAll, isLive, toEvent, type TurnHash } from './codec.js';
 import type { RedisContext } from './context.js';
+import { runThroughFailover } from './failover.js';
 import type { LeaseKeeper } from './leases.js';
 import { APPEND, TOUCH_IDEMPOTENCY } from './scripts.js';
 import type { NewTurnEvent } from '../turn-log.js';
@@ -60,34 +60,15 @@ export async function appendBodies(
   if (principal !== undefined && conversationId !== undefined) {
     leases.forget(turnId);
     const client = await connection.client();
-    await Promise.all([
-      client.pexpire(keys.conversation(principal, conversationId), ctx.indexTtlMs),
-      idempotencyKey ? connection.run(TOUCH_IDEMPOTENCY, [idempotencyKey], [turnId, retentionMs]) : undefined,
-    ]);
+    // Other slots than the turn's: a failover there must not fail an append that landed.
+    await runThroughFailover(ctx, () =>
+      Promise.all([
+        client.pexpire(keys.conversation(principal, conversationId), ctx.indexTtlMs),
+        idempotencyKey ? connection.run(TOUCH_IDEMPOTENCY, [idempotencyKey], [turnId, retentionMs]) : undefined,
+      ]),
+    );
   }
   return seq;
-}
-
-/** Errors of a node that went away or is changing roles: the same command may work a moment later. */
-const TRANSIENT = /Connection is closed|Too many Cluster redirections|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|LOADING|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Command timed out/;
-
-/**
- * Runs an idempotent step again while it fails transiently, for at most one producer
- * lease (the lease cannot be renewed through the outage either). A cluster failover
- * takes about the cluster's node timeout; a client's own redirection budget is often
- * shorter, and a producer whose append failed would end its turn `store_failed`.
- */
-async function runThroughFailover<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>): Promise<T> {
-  const deadline = Date.now() + ctx.leaseMs;
-  for (let attempt = 0, pause = 50; ; attempt++, pause = Math.min(2 * pause, 1000)) {
-    try {
-      return await step(attempt);
-    } catch (error) {
-      if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
-      ctx.report(error, { phase: 'store' });
-      await delay(pause);
-    }
-  }
 }
 
 /**

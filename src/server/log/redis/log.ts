@@ -4,8 +4,7 @@ import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
-import { appendBodies, endIfProducerLost } from './append.js';
-import { execAll, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
+import { execAll, isLive, toStoredTurn, type TurnHash } from './codec.js';
 import { openConnection } from './connection.js';
 import type { RedisContext } from './context.js';
 import { ConversationIndex } from './conversations.js';
@@ -16,6 +15,8 @@ import { resolveSettings, type RedisTurnLogOptions } from './options.js';
 import { CREATE } from './scripts.js';
 import { createShardWaiter } from './shard-waiter.js';
 import { createStreamWaiter } from './stream-waiter.js';
+import { readPage } from './page-read.js';
+import { readTurn, TurnWrites } from './turn-writes.js';
 import {
   DEFAULT_PAGE_BYTES,
   pendingTurn,
@@ -30,12 +31,6 @@ import {
   type StopRequest,
 } from '../turn-log.js';
 
-/**
- * Stream entries in a page read's first XRANGE: few enough that even events at the
- * default size cap (256 Ki) stay within one page's bytes. Later batches are sized by
- * the average entry seen so far.
- */
-const FIRST_READ_BATCH = 16;
 /** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
 const BLOCK_MS = 10_000;
 
@@ -52,6 +47,7 @@ export class RedisTurnLog implements TurnLog {
   readonly #ledger: IdempotencyLedger;
   readonly #index: ConversationIndex;
   readonly #operator: OperatorIndex;
+  readonly #writes: TurnWrites;
   #waiter: Waiter | undefined;
   #closed = false;
 
@@ -63,6 +59,7 @@ export class RedisTurnLog implements TurnLog {
     this.#ledger = new IdempotencyLedger(this.#ctx, this.#leases);
     this.#index = new ConversationIndex(this.#ctx);
     this.#operator = new OperatorIndex(new RedisSortedSets(this.#ctx), { retentionMs: settings.retentionMs, now: settings.now });
+    this.#writes = new TurnWrites(this.#ctx, this.#leases, this.#operator);
   }
 
   async #waiterFor(): Promise<Waiter> {
@@ -80,16 +77,8 @@ export class RedisTurnLog implements TurnLog {
     return this.#waiter;
   }
 
-  /** The turn's record, lease and tombstone (its principal), read together from its slot. */
-  async #readTurn(turnId: string): Promise<[TurnHash, boolean, string | null]> {
-    const keys = this.#ctx.keys.turn(turnId);
-    const client = await this.#ctx.connection.client();
-    const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).get(keys.gone))) as [
-      TurnHash,
-      number,
-      string | null,
-    ];
-    return [hash, leased === 1, gone];
+  #readTurn(turnId: string): Promise<[TurnHash, boolean, string | null]> {
+    return readTurn(this.#ctx, turnId);
   }
 
   async createTurn(init: NewTurn): Promise<StoredTurn> {
@@ -124,7 +113,7 @@ export class RedisTurnLog implements TurnLog {
   async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
     let [hash, leased, gone] = await this.#readTurn(turnId);
     if (hash['status'] !== undefined && isLive(hash) && !leased) {
-      await this.#endLost(toStoredTurn(hash));
+      await this.#writes.endLost(toStoredTurn(hash));
       [hash, leased, gone] = await this.#readTurn(turnId);
     }
     // The tombstone holds the principal: another principal's expired turn still answers 404.
@@ -132,74 +121,17 @@ export class RedisTurnLog implements TurnLog {
     return toStoredTurn(hash);
   }
 
-  /**
-   * Ends a turn whose producer lease lapsed (see endIfProducerLost), moving it in the
-   * operator index around the step: into its ended sets before, out of the live ones after.
-   */
-  async #endLost(turn: StoredTurn): Promise<void> {
-    await this.#operator.enter(this.#ended(turn, 'failed'));
-    await endIfProducerLost(this.#ctx, this.#leases, turn.id);
-    await this.#settle(turn.id);
-  }
-
-  /** What the record of `turn` will say once its `turn.end` is logged. */
-  #ended(turn: StoredTurn, status: StoredTurn['status']): StoredTurn {
-    const at = new Date(this.#ctx.now()).toISOString();
-    return { ...turn, status, endedAt: at, updatedAt: at };
-  }
-
-  /** The operator index says what the turn's record says now. */
-  async #settle(turnId: string): Promise<void> {
-    const [hash] = await this.#readTurn(turnId);
-    if (hash['status'] !== undefined) await this.#operator.settle(toStoredTurn(hash));
-  }
-
   async append(turnId: string, event: NewTurnEvent): Promise<TurnEvent> {
     return (await this.appendMany(turnId, [event]))[0] as TurnEvent;
   }
 
   /** One script run for the lot: the coalesced appends of a producer cost one round trip. */
-  async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
-    if (events.length === 0) return [];
-    const bodies = events.map((event) => ({ body: JSON.stringify(event), endStatus: event.type === 'turn.end' ? event.status : '' }));
-    const end = events.find((event) => event.type === 'turn.end');
-    if (end?.type === 'turn.end') {
-      const [hash] = await this.#readTurn(turnId);
-      if (hash['status'] !== undefined) await this.#operator.enter(this.#ended(toStoredTurn(hash), end.status));
-    }
-    const result = await appendBodies(this.#ctx, this.#leases, turnId, bodies);
-    if (result === 'unknown') throw new Error(`Turn ${turnId} is unknown or expired.`);
-    if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
-    if (end) await this.#settle(turnId);
-    const first = result - bodies.length + 1;
-    // Parsed back from what was stored, so the caller gets exactly what readers will get.
-    return bodies.map(({ body }, i) => ({ turnId, seq: first + i, ...(JSON.parse(body) as object) }) as TurnEvent);
+  appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
+    return this.#writes.append(turnId, events);
   }
 
-  async read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
-    const client = await this.#ctx.connection.client();
-    const eventsKey = this.#ctx.keys.turn(turnId).events;
-    const events: TurnEvent[] = [];
-    let bytes = 0;
-    let next = Math.max(0, after) + 1;
-    let batch = FIRST_READ_BATCH;
-    for (;;) {
-      const count = Math.min(limit - events.length + 1, batch);
-      // `${n}` as a range start means the id n-0, the entry of seq n.
-      const entries = await client.xrange(eventsKey, `${next}`, '+', 'COUNT', count);
-      for (const entry of entries) {
-        // The stored body plus the turnId and seq the event gains on the wire.
-        const size = (entry[1][1]?.length ?? 0) + turnId.length + 32;
-        if (events.length === limit || (events.length > 0 && bytes + size > maxBytes)) return { events, hasMore: true };
-        bytes += size;
-        const event = toEvent(turnId, entry);
-        events.push(event);
-        next = event.seq + 1;
-      }
-      if (entries.length < count) return { events, hasMore: false };
-      // Sized to the bytes still wanted, so a page of huge events is never fetched whole (+1: the one that says hasMore).
-      batch = Math.ceil(Math.max(0, maxBytes - bytes) / (bytes / events.length)) + 1;
-    }
+  read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
+    return readPage(this.#ctx, turnId, after, limit, maxBytes);
   }
 
   /**
@@ -230,7 +162,7 @@ export class RedisTurnLog implements TurnLog {
       if (leased === 0) {
         // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
         const [hash] = await this.#readTurn(turnId);
-        if (hash['status'] !== undefined && isLive(hash)) await this.#endLost(toStoredTurn(hash));
+        if (hash['status'] !== undefined && isLive(hash)) await this.#writes.endLost(toStoredTurn(hash));
         return;
       }
     }
