@@ -109,7 +109,7 @@ function openReceipts(
     queue.add(turnId, snapshot.lastSeq, snapshot.text);
   };
   if (options.receipts?.enabled !== false) {
-    // Said once the end is applied and its text proven (follow-rules.ts `verified`); the snapshot is final a moment later.
+    // Said once the end is applied and its text proven (follow-steps.ts `verified`); the snapshot is final a moment later.
     diagnostics.subscribe((diagnostic) => {
       if (diagnostic.type === 'completed') queueMicrotask(() => receiptOf(diagnostic.turnId));
     });
