@@ -199,18 +199,16 @@ class Follower implements TurnFollower {
     return over;
   }
 
-  drill(drill: DrillKind): boolean {
+  drill(drill: DrillKind): (() => void) | undefined {
     const m = this.#machine;
     const ended = m.phase === 'done';
     if (drill === 'replay') {
       // A live turn reads the log as it does for a gap (from its last seq); an ended one is rebuilt as for a receipt's 409.
-      if (ended ? m.error : !m.following || m.ended || m.phase === 'idle') return false;
-      if (ended) this.rebuild();
-      else this.#dispatch({ kind: 'gap' });
-    } else if (!streams(m)) return false;
-    else if (drill === 'cut') this.#dispatch({ kind: 'resume', drill: true });
-    else this.#deaf = this.#runner.signal('main');
-    return true;
+      if (ended ? m.error : !m.following || m.ended || m.phase === 'idle') return;
+      return ended ? () => this.rebuild() : () => this.#dispatch({ kind: 'gap' });
+    }
+    if (!streams(m)) return;
+    return drill === 'cut' ? () => this.#dispatch({ kind: 'resume', drill: true }) : () => (this.#deaf = this.#runner.signal('main'));
   }
 
   onNetwork(online: boolean): void {

@@ -100,9 +100,9 @@ describe('the packed package', () => {
 
   it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
     const manifest = installedManifest(apps.app);
-    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './devtools', './devtools/production', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
+      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance', 'lifeline/devtools', 'lifeline/devtools/production'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -122,6 +122,8 @@ describe('the packed package', () => {
     expect(names['lifeline/ai-sdk/react']).toEqual(['useInitialMessages']);
     expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
     expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
+    expect(names['lifeline/devtools']).toEqual(['LifelineDevtools']);
+    expect(names['lifeline/devtools/production']).toEqual(['LifelineDevtools']);
   });
 
   it('answers require() as Node allows for an ESM-only package: the module where require(esm) works, ERR_REQUIRE_ESM before', async () => {
@@ -135,7 +137,7 @@ describe('the packed package', () => {
     }
   });
 
-  it.each([['react'], ['ai-sdk/react']])('starts every built file of lifeline/%s with "use client"', (entry) => {
+  it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline/%s with "use client"', (entry) => {
     const dir = installed('dist', ...entry.split('/'));
     const files = readdirSync(dir).filter((name) => name.endsWith('.js'));
     expect(files).toContain('index.js');

@@ -38,6 +38,7 @@ function appIsFresh(outDir: string): boolean {
     newest(join(exampleDir, 'ai.html')),
     newest(join(packageDist, 'react')),
     newest(join(packageDist, 'ai-sdk')),
+    newest(join(packageDist, 'devtools')),
     newest(join(packageDist, 'index.js')),
   );
   return statSync(built).mtimeMs >= inputs;

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { AiChat } from './ai-chat.js';
 import { ConversationNav, TopBar } from './chrome.js';
 import { AI_CONVERSATIONS, useConversationList } from './conversations.js';
-import { DiagnosticsPanel } from './diagnostics-panel.js';
+import { Devtools } from './devtools.js';
 import { FaultLab } from './fault-lab.js';
 
 /**
@@ -50,7 +50,7 @@ export function AiApp({ transport }: { transport: LifelineChatTransport }) {
 
       <aside className="side">
         <FaultLab />
-        <DiagnosticsPanel />
+        <Devtools />
       </aside>
     </div>
   );
