@@ -17,6 +17,8 @@ import { createOutboxView, createSubmissionTracker, isUnaccepted } from './outbo
 import { createReceiptQueue, type ReceiptQueue } from './outbox/receipts.js';
 import { headersResolver } from './transport/http.js';
 import { resolvePorts, type Ports } from './ports/index.js';
+import { realStorage } from './ports/storage.js';
+import { platformIndexedDb } from './ports/indexeddb.js';
 import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
 import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Subscribable, Turn } from './types.js';
@@ -48,9 +50,19 @@ function assertOptions(options: LifelineOptions): void {
   }
 }
 
+/**
+ * True while a page is rendered on a server (React's SSR, Next.js prerendering): the default
+ * IndexedDB storage with the real ports, no document and no IndexedDB. That client is thrown
+ * away with the request and the browser creates its own, so it opens no storage, and a
+ * missing IndexedDB is no failure to report.
+ */
+function isServerRendering(options: LifelineOptions, ports: Ports): boolean {
+  return (options.storage ?? 'indexeddb') === 'indexeddb' && ports.storage === realStorage && !ports.page.isBrowser() && platformIndexedDb() === undefined;
+}
+
 /** The persistence layer over the chosen store (a refused or missing IndexedDB degrades to memory, once, visibly). */
-function openPersistence({ storage = 'indexeddb', namespace = 'default', ...options }: LifelineOptions, ports: Ports, emit: (diagnostic: Diagnostic) => void): Persistence {
-  const store = storage === 'memory' ? createMemoryStore() : storage === 'indexeddb' ? ports.storage.openStore(namespace) : storage;
+function openPersistence({ storage = 'indexeddb', namespace = 'default', ...options }: LifelineOptions, ports: Ports, emit: (diagnostic: Diagnostic) => void, rendering: boolean): Persistence {
+  const store = storage === 'memory' || rendering ? createMemoryStore() : storage === 'indexeddb' ? ports.storage.openStore(namespace) : storage;
   const [flushMs, flushEvents, retentionMs] = [options.flushMs ?? 16, options.flushEvents ?? 256, options.retentionMs ?? 7 * 24 * 3600_000];
   return createPersistence({ store, flushMs, flushEvents, retentionMs, now: ports.clock.wallNow, emit, timers: ports.timers, persist: ports.storage.persist });
 }
@@ -97,7 +109,7 @@ function openReceipts(
     queue.add(turnId, snapshot.lastSeq, snapshot.text);
   };
   if (options.receipts?.enabled !== false) {
-    // Said once the end is applied and its text proven (follow-rules.ts `verified`); the snapshot is final a moment later.
+    // Said once the end is applied and its text proven (follow-steps.ts `verified`); the snapshot is final a moment later.
     diagnostics.subscribe((diagnostic) => {
       if (diagnostic.type === 'completed') queueMicrotask(() => receiptOf(diagnostic.turnId));
     });
@@ -105,14 +117,17 @@ function openReceipts(
   return { ...queue, resend: (turnId) => (options.receipts?.enabled === false ? undefined : receiptOf(turnId)) };
 }
 
+/** How `start` treats storage: open it (asking for persistence or not), or, rendered on a server, leave it closed (its status stays `opening`). */
+type StorageStart = { kind: 'open'; persist: boolean } | { kind: 'server' };
+
 const DRILLS: readonly string[] = ['cut', 'stall', 'replay'];
 
 /**
  * Loads what storage holds, then (after `ready`) starts the network: restored turns are
  * followed and their conversations recovered from the server's list.
  */
-async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, clock }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, receipts: ReceiptQueue, registry: FollowerRegistry, persist: boolean | undefined, signal: AbortSignal): Promise<void> {
-  const loaded = await persistence.open(persist);
+async function start(recover: (conversationId: string) => Promise<unknown>, { persistence, emit, clock }: Omit<FollowerDeps, 'onChange'>, outbox: OutboxController, receipts: ReceiptQueue, registry: FollowerRegistry, storage: StorageStart, signal: AbortSignal): Promise<void> {
+  const loaded = storage.kind === 'server' ? [] : await persistence.open(storage.persist);
   // Entries earlier pages left: listed now, sent (by the one sending tab) from here on.
   await outbox.start();
   // Receipts earlier pages could not land (offline, server down).
@@ -146,7 +161,8 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
   if (options.onDiagnostic) diagnostics.subscribe(options.onDiagnostic);
   const ports = resolvePorts(options.ports);
   const frames = createFrames(ports.page);
-  const persistence = openPersistence(options, ports, diagnostics.emit);
+  const rendering = isServerRendering(options, ports);
+  const persistence = openPersistence(options, ports, diagnostics.emit, rendering);
   /** Aborted on dispose (its reason is the `disposed` error): removes the page listeners, cancels sleeps and requests, settles every promise. */
   const life = new AbortController();
   const signal = life.signal;
@@ -167,7 +183,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     turns,
     outbox: createOutboxView(outbox, isUnaccepted),
     // Runs until its first await only: `client` exists before anything reads it. Resolves at once on dispose.
-    ready: abortable(start((id) => client.recover(id), deps, outbox, receipts, registry, options.persist, signal), signal).catch(() => undefined),
+    ready: abortable(start((id) => client.recover(id), deps, outbox, receipts, registry, rendering ? { kind: 'server' } : { kind: 'open', persist: options.persist === true }, signal), signal).catch(() => undefined),
     turn(turnId) {
       assertUsable();
       assertId('turnId', turnId);

@@ -6,7 +6,8 @@
  * Events never go through the machine: `intake.ts` applies each one (the hot path) and
  * reports only an attempt's first progress, gaps and the end.
  */
-import { streams, transition, initialFollowState } from '../core/follow-machine.js';
+import { transition, initialFollowState } from '../core/follow-machine.js';
+import { crashedState, statusOf, streams } from '../core/follow-state.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { createBatcher, createEmitter, type Batcher, type Emitter } from '../core/subscribable.js';
 import { initialTurnState } from '../core/turn-reducer.js';
@@ -78,7 +79,7 @@ class Follower implements TurnFollower {
     this.#intake = new TurnIntake(initialTurnState(id), {
       id,
       limits: deps.limits,
-      replaying: () => this.#machine.replay,
+      replaying: () => this.#machine.mode.via === 'replay',
       dispatch: (input) => this.#dispatch(input),
       tell: (type, fields) => this.#report.tell(type, fields),
       applied: (event, from, raw, shown) => {
@@ -111,7 +112,7 @@ class Follower implements TurnFollower {
     this.#consumers = createConsumers(this, () => this.#close(), () => this.#reopen());
     this.#unsettle();
     this.subscribe = this.#listeners.subscribe;
-    deps.persistence.track(id, () => describeTurn(this.#intake.turn, this.#origin, this.#machine.status, this.#createdAt));
+    deps.persistence.track(id, () => describeTurn(this.#intake.turn, this.#origin, statusOf(this.#machine), this.#createdAt));
   }
 
   readonly subscribe: (listener: () => void) => () => void;
@@ -161,6 +162,11 @@ class Follower implements TurnFollower {
   }
 
   restore(loaded: LoadedTurn): void {
+    // Storage is taken only before the follower starts: once the machine follows (a handle
+    // reopened the turn while its stored copy was still being read), replacing the intake's
+    // turn would leave the machine unaware of what it holds (an ended turn looping
+    // connect → 204 → replay). The network brings the same events instead.
+    if (this.#machine.phase !== 'idle') return;
     this.#origin = loaded.record;
     this.#createdAt = loaded.record.createdAt;
     this.#dispatch(this.#intake.restore(loaded, this.#deps.limits));
@@ -172,21 +178,23 @@ class Follower implements TurnFollower {
 
   start(replayFirst = false): Promise<void> {
     if (!this.#consumers.wanted) return Promise.resolve();
-    if (!this.#machine.following && this.#machine.phase !== 'done') this.#join();
+    if (this.#machine.phase === 'idle') this.#join();
     const over = replayFirst && this.#machine.phase !== 'done' ? this.#replayOver() : Promise.resolve();
     this.#dispatch({ kind: 'start', replayFirst });
     return over;
   }
 
   rebuild(): void {
-    if (this.#machine.phase !== 'done' || this.#machine.error !== undefined) return;
+    const machine = this.#machine;
+    if (machine.phase !== 'done' || machine.error !== undefined) return;
     // Like revive: the turn is followed again, shared with the other tabs.
     this.#join();
     this.#dispatch({ kind: 'rebuild' });
   }
 
   revive(): Promise<void> {
-    if (this.#machine.phase !== 'done' || !this.#machine.revivable) return Promise.resolve();
+    const machine = this.#machine;
+    if (machine.phase !== 'done' || !machine.revivable) return Promise.resolve();
     this.#join();
     const over = this.#replayOver();
     this.#dispatch({ kind: 'revive' });
@@ -201,11 +209,10 @@ class Follower implements TurnFollower {
 
   drill(drill: DrillKind): (() => void) | undefined {
     const m = this.#machine;
-    const ended = m.phase === 'done';
     if (drill === 'replay') {
       // A live turn reads the log as it does for a gap (from its last seq); an ended one is rebuilt as for a receipt's 409.
-      if (ended ? m.error : !m.following || m.ended || m.phase === 'idle') return;
-      return ended ? () => this.rebuild() : () => this.#dispatch({ kind: 'gap' });
+      if (m.phase === 'done' ? m.error : m.phase === 'idle' || m.seen === 'end') return;
+      return m.phase === 'done' ? () => this.rebuild() : () => this.#dispatch({ kind: 'gap' });
     }
     if (!streams(m)) return;
     return drill === 'cut' ? () => this.#dispatch({ kind: 'resume', drill: true }) : () => (this.#deaf = this.#runner.signal('main'));
@@ -241,7 +248,7 @@ class Follower implements TurnFollower {
   }
 
   #reopen(): void {
-    if (!this.#machine.following) void this.start();
+    if (this.#machine.phase === 'idle') void this.start();
   }
 
   #dispatch(input: FollowInput): void {
@@ -322,7 +329,7 @@ class Follower implements TurnFollower {
     this.#runner.clearAll();
     this.#share?.leave();
     this.#share = undefined;
-    this.#machine = { ...this.#machine, phase: 'done', status: 'failed', error, revivable: false, replay: false, alongside: false, connection: 'closed', nextRetryAt: undefined };
+    this.#machine = crashedState(this.#machine, error);
     this.#report.say({ type: 'failed', scope: 'stream', error }, this.#deps.clock.wallNow());
     this.#release();
     this.#consumers.endIterators();

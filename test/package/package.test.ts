@@ -126,15 +126,41 @@ describe('the packed package', () => {
     expect(names['lifeline/devtools/production']).toEqual(['LifelineDevtools']);
   });
 
-  it('answers require() as Node allows for an ESM-only package: the module where require(esm) works, ERR_REQUIRE_ESM before', async () => {
-    const result = await command(process.execPath, ['-e', "console.log(typeof require('lifeline/server').createLifelineHandler)"], apps.app);
-    if (process.features.require_module) {
-      expect(result.code, report(result)).toBe(0);
-      expect(result.stdout.trim()).toBe('function');
-    } else {
+  it('loads every entry with require() where Node allows require(esm), ERR_REQUIRE_ESM before; no entry is import-only', async () => {
+    const manifest = installedManifest(apps.app);
+    const conditions = Object.entries(manifest.exports).filter(([key]) => key !== './package.json');
+    // An "import" condition is what made require() fail where it could have worked.
+    for (const [key, value] of conditions) expect(Object.keys(value as object), key).toEqual(['types', 'default']);
+    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline' : `lifeline/${key.slice(2)}`));
+    const script = [
+      `const entries = ${JSON.stringify(entries)};`,
+      '(async () => {',
+      '  const names = {};',
+      '  for (const entry of entries) names[entry] = { required: Object.keys(require(entry)).sort(), imported: Object.keys(await import(entry)).sort() };',
+      '  console.log(JSON.stringify(names));',
+      '})().catch((error) => { console.error(error.code, error.message); process.exit(1); });',
+    ].join('\n');
+    writeFileSync(join(apps.app, 'require-all.cjs'), script);
+    const result = await command(process.execPath, ['require-all.cjs'], apps.app);
+    if (!process.features.require_module) {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('ERR_REQUIRE_ESM');
+      return;
     }
+    expect(result.code, report(result)).toBe(0);
+    const names = JSON.parse(result.stdout) as Record<string, { required: string[]; imported: string[] }>;
+    expect(Object.keys(names)).toEqual(entries);
+    for (const entry of entries) {
+      expect(names[entry]!.required.length, entry).toBeGreaterThan(0);
+      expect(names[entry]!.required, entry).toEqual(names[entry]!.imported);
+    }
+  });
+
+  it('builds once per pack: packing the same sources again does not compile them again', async () => {
+    const again = await command('npm', ['pack', '--dry-run', '--json'], packed!.clone);
+    expect(again.code, report(again)).toBe(0);
+    expect(again.stdout + again.stderr).toContain('dist/ was built from these sources already: not building again.');
+    expect(packed!.files).not.toContain('dist/.sources-sha256');
   });
 
   it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline/%s with "use client"', (entry) => {

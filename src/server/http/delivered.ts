@@ -1,6 +1,6 @@
 import { receiptBodySchema, type ReceiptAnswer } from '../../protocol/schemas.js';
 import type { HandlerContext } from './handler-context.js';
-import { HttpError, jsonResponse } from './responses.js';
+import { HttpError, RouteNotFound, jsonResponse } from './responses.js';
 import { readSmallJson } from './small-json.js';
 import { turnObject, visibleTurn } from './turn-routes.js';
 
@@ -11,7 +11,7 @@ import { turnObject, visibleTurn } from './turn-routes.js';
  */
 export async function deliveredTurn(context: HandlerContext, request: Request, turnId: string, principal: string): Promise<Response> {
   const { log } = context;
-  if (!log.recordDelivery) throw new HttpError(404, 'not_found', 'No such route.');
+  if (!log.recordDelivery) throw new RouteNotFound();
   const before = await visibleTurn(context, turnId, principal);
   const parsed = receiptBodySchema.safeParse(await readSmallJson(request, 'invalid_receipt'));
   if (!parsed.success) throw new HttpError(400, 'invalid_receipt', 'The body must be {"seq": <the turn.end seq>, "textSha256": "<64 hex>"}.');

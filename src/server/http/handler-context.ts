@@ -22,6 +22,8 @@ export interface HandlerContext {
   maxLiveTurns: number;
   report: ServerErrorReporter;
   metrics: ServerMetrics;
+  /** Keeps a serverless invocation alive until a turn's producer is done; `undefined` on a long-lived server. */
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined;
   /** The operator API's settings; `undefined` while it is off (every `/operator` route answers 404). */
   operator: OperatorSettings | undefined;
 }

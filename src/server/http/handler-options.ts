@@ -92,6 +92,19 @@ export interface LifelineHandlerOptions {
    * Default: none (same-origin only).
    */
   cors?: CorsOptions;
+  /**
+   * Keeps a serverless function alive after its `202` until the turn's producer is done
+   * (`turn.end` logged): given the producer's promise, once per accepted submission, before
+   * the answer is sent. A long-lived server needs none. The promise never rejects. Default:
+   * none. See docs/deploy.md for what each platform allows.
+   *
+   * @example
+   * import { after } from 'next/server';                  // Next.js route handlers
+   * createLifelineHandler({ agent, waitUntil: after });
+   * // Vercel functions: `import { waitUntil } from '@vercel/functions'`;
+   * // Cloudflare Workers: `import { waitUntil } from 'cloudflare:workers'`.
+   */
+  waitUntil?: (promise: Promise<unknown>) => void;
 }
 
 /** Options of {@link LifelineHandler.close}. */

@@ -3,7 +3,7 @@ import type { HandlerContext } from './handler-context.js';
 import { DEFAULT_RETENTION_MS, createMemoryTurnLog } from '../log/memory/index.js';
 import { TurnProducer, type ServerErrorReporter } from '../producer/producer.js';
 import { checkId } from './request-parsing.js';
-import { HttpError, errorResponse, jsonResponse } from './responses.js';
+import { HttpError, RouteNotFound, errorResponse, jsonResponse } from './responses.js';
 import { ALLOWED_METHOD, isOperatorPath, matchOperatorRoute, matchRoute, normalizeBasePath } from './routes.js';
 import { submitMessage } from './submit.js';
 import { CrossSitePolicy } from './cross-site.js';
@@ -80,6 +80,7 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
     report,
     metrics,
     operator: operatorSettings(options),
+    waitUntil: options.waitUntil,
   };
 }
 
@@ -114,12 +115,12 @@ async function route(context: HandlerContext, options: LifelineHandlerOptions, b
   const url = new URL(request.url);
   let path = url.pathname;
   if (basePath !== '') {
-    if (!path.startsWith(`${basePath}/`)) throw new HttpError(404, 'not_found', 'No such route.');
+    if (!path.startsWith(`${basePath}/`)) throw new RouteNotFound();
     path = path.slice(basePath.length);
   }
   if (isOperatorPath(path)) return operatorRoute(context, request, url, path);
   const matched = matchRoute(path);
-  if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
+  if (!matched) throw new RouteNotFound();
   const allowed = ALLOWED_METHOD[matched.kind];
   // HEAD is GET without the body (the caller drops it).
   const method = request.method === 'HEAD' && allowed === 'GET' ? 'GET' : request.method;
@@ -157,7 +158,7 @@ async function operatorRoute(context: HandlerContext, request: Request, url: URL
   const operator = await operatorIdentity(context.operator, request);
   const settings = context.operator!;
   const matched = matchOperatorRoute(path);
-  if (!matched) throw new HttpError(404, 'not_found', 'No such route.');
+  if (!matched) throw new RouteNotFound();
   const allowed = ALLOWED_METHOD[matched.kind];
   if (request.method !== allowed) throw new HttpError(405, 'method_not_allowed', `Use ${allowed} on this route.`, { allow: allowed });
   if (matched.kind === 'operator-list') return listOperatorTurns(context, settings, url);
@@ -171,6 +172,7 @@ async function answer(context: HandlerContext, options: LifelineHandlerOptions, 
   try {
     return context.crossSite.preflight(request) ?? (await route(context, options, basePath, request));
   } catch (cause) {
+    if (cause instanceof RouteNotFound) return cause.toHintedResponse(basePath, new URL(request.url).pathname);
     if (cause instanceof HttpError) return cause.toResponse();
     // A client that went away mid-request is not a server failure; nobody reads this answer.
     if (!request.signal.aborted) context.report(cause, { phase: 'request' });

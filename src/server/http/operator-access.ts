@@ -1,4 +1,4 @@
-import { HttpError } from './responses.js';
+import { RouteNotFound } from './responses.js';
 
 /** What an operator action that changed something reports to the audit hook (docs/protocol.md section 11). */
 export interface OperatorAuditEntry {
@@ -26,7 +26,7 @@ export interface OperatorSettings {
   endWaitMs: number;
 }
 
-const NOT_FOUND = (): HttpError => new HttpError(404, 'not_found', 'No such route.');
+const NOT_FOUND = (): RouteNotFound => new RouteNotFound();
 
 /**
  * The operator's identity, or `404 not_found`: while the API is off, and for any request

@@ -68,7 +68,10 @@ export async function submitMessage(context: HandlerContext, request: Request, c
     throw cause;
   }
   // Per-request headers reach the agent for this turn only; they are never stored (§1).
-  producer.start(turn, request.headers);
+  const produced = producer.start(turn, request.headers);
+  // Handed over before the 202 goes out: a serverless platform freezes the invocation once
+  // its answer is sent unless it was asked to wait, and the producer runs past the answer.
+  context.waitUntil?.(produced);
   const answer: SubmitAnswer = { turnId: turn.id, messageId: turn.messageId, conversationId, status: 'pending' };
   return jsonResponse(202, answer);
 }

@@ -95,12 +95,17 @@ export class TurnProducer {
     return this.#live.size;
   }
 
-  /** Starts producing `turn` in the background; `headers` are the submit request's (the agent's, never stored). */
-  start(turn: StoredTurn, headers: Headers): void {
+  /**
+   * Starts producing `turn` in the background; `headers` are the submit request's (the
+   * agent's, never stored). Answers a promise that fulfils once the turn's `turn.end` is
+   * logged, or its log gave up; it never rejects (failures go to `report`).
+   */
+  start(turn: StoredTurn, headers: Headers): Promise<void> {
     const controller = new AbortController();
     this.#deps.metrics?.started();
     const done = this.#run(turn, headers, controller).finally(() => this.#live.delete(turn.id));
     this.#live.set(turn.id, { controller, done });
+    return done;
   }
 
   /** Stops a turn produced by this instance; false when it is not produced here. */

@@ -11,10 +11,12 @@ describe('server-side rendering', () => {
     expect(scope['window']).toBeUndefined();
     expect(scope['document']).toBeUndefined();
     const lifeline = await import('../../../src/index.js');
-    const client = lifeline.createLifeline({ baseUrl: '/api' });
+    const diagnostics: string[] = [];
+    const client = lifeline.createLifeline({ baseUrl: '/api', onDiagnostic: (d) => diagnostics.push(d.type) });
     await client.ready;
-    // No IndexedDB in Node: memory, said once.
-    expect(client.storageStatus.getSnapshot()).toEqual(expect.objectContaining({ state: 'degraded', kind: 'indexeddb' }));
+    // No IndexedDB in Node: a server render opens no storage and says nothing about it.
+    expect(client.storageStatus.getSnapshot()).toEqual(expect.objectContaining({ state: 'opening' }));
+    expect(diagnostics.filter((type) => type.startsWith('storage'))).toEqual([]);
     expect(client.turns.getSnapshot()).toEqual([]);
     // Streaming needs the browser: a turn followed here fails visibly instead of hanging or crashing.
     const failed = await client.turn('turn_on_the_server').completed;

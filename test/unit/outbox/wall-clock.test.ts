@@ -74,4 +74,18 @@ describe('H4: outbox retries survive a wall-clock jump', () => {
     await until(() => recorder.of('accepted').length === 1, 'the stored entry, sent');
     expect(fetch.calls.map((call) => call.key)).toEqual([stored.operationId]);
   });
+
+  it('an entry never tried, stored by a tab before the wall clock went back an hour, goes at once (nothing asked it to wait)', async () => {
+    const storage = createFakeStorage();
+    // Written by a tab that crashed before its first attempt; the clock then went back an hour.
+    const stored: OutboxRecord = { operationId: 'op_never_tried_before_jump', conversationId: 'conv', content: 'x', createdAt: T0 + HOUR, order: T0 + HOUR, attempts: 0, nextAttemptAt: T0 + HOUR, state: 'queued' };
+    storage.rows.set(stored.operationId, stored);
+    const fetch = createFakeFetch(accepted);
+    const recorder = createRecorder();
+    const outbox = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit }));
+    outboxes.push(outbox);
+    await outbox.start();
+    await until(() => recorder.of('accepted').length === 1, 'the stored entry, sent without waiting');
+    expect(fetch.calls.map((call) => call.key)).toEqual([stored.operationId]);
+  });
 });

@@ -10,6 +10,8 @@ import {
   useStorageStatus,
   useTurn,
 } from '../../../src/react/index.js';
+import { createLifeline } from '../../../src/client.js';
+import type { Diagnostic } from '../../../src/types.js';
 import { createFakeClient } from './fake-client.js';
 
 function App() {
@@ -44,6 +46,25 @@ describe('server rendering', () => {
     expect(client.turnCalls).toBe(0);
     expect(client.conversationCalls).toBe(0);
     expect(client.diagnosticListeners).toBe(0);
+  });
+
+  it('creates the real client quietly: no storage opened, no storage diagnostic, no request', async () => {
+    const diagnostics: Diagnostic[] = [];
+    const fetch = vi.fn<typeof globalThis.fetch>();
+    // As a Next.js page does it: the default IndexedDB storage, created while prerendering.
+    const client = createLifeline({ baseUrl: '/api/lifeline', fetch, onDiagnostic: (d) => diagnostics.push(d) });
+    const html = renderToString(
+      <LifelineProvider client={client}>
+        <App />
+      </LifelineProvider>,
+    );
+    expect(html).toContain('storage opening');
+    await client.ready;
+    client.conversation('c1').getSnapshot();
+    expect(diagnostics.filter((d) => d.type === 'storage' || d.type === 'storage-error')).toEqual([]);
+    expect(client.storageStatus.getSnapshot().state).toBe('opening');
+    expect(fetch).not.toHaveBeenCalled();
+    client.dispose();
   });
 
   it('imports without touching browser globals', async () => {

@@ -11,11 +11,6 @@ export const SEEDS = Number(process.env['SIM_SEEDS'] ?? 300);
 
 /** Open defects the simulator finds on the merged code (docs/reliability.md "Simulator"), by seed. */
 export const KNOWN_OPEN: ReadonlyMap<number, string> = new Map([
-  // A reloaded tab follows a turn storage holds as ended: connect ↔ replay without backoff.
-  [41, 'live-lock'],
-  [123, 'live-lock'],
-  // H4 remnant: the wall clock set back ≥ 1 h while a submit never answers parks entries past the budget.
-  ...[91, 200, 216, 245, 260, 284].map((seed) => [seed, 'H4'] as const),
   // A tab crashes during a never-answering request: a turn's completed stays pending.
   [79, 'hang'],
 ]);
