@@ -143,18 +143,16 @@ class Follower implements TurnFollower {
     return over;
   }
 
-  drill(drill: DrillKind): boolean {
+  drill(drill: DrillKind): (() => void) | undefined {
     const shell = this.#shell;
     const m = shell.state;
     if (drill === 'replay') {
       // A live turn reads the log as it does for a gap (from its last seq); an ended one is rebuilt as for a receipt's 409.
-      if (m.phase === 'done' ? m.error : m.phase === 'idle' || m.seen === 'end') return false;
-      if (m.phase === 'done') this.rebuild();
-      else shell.send({ kind: 'gap' });
-    } else if (!streams(m)) return false;
-    else if (drill === 'cut') shell.send({ kind: 'resume', drill: true });
-    else shell.deaf = shell.runner.signal('main');
-    return true;
+      if (m.phase === 'done' ? m.error : m.phase === 'idle' || m.seen === 'end') return;
+      return m.phase === 'done' ? () => this.rebuild() : () => shell.send({ kind: 'gap' });
+    }
+    if (!streams(m)) return;
+    return drill === 'cut' ? () => shell.send({ kind: 'resume', drill: true }) : () => (shell.deaf = shell.runner.signal('main'));
   }
 
   onNetwork(online: boolean): void {
