@@ -207,17 +207,15 @@ class Follower implements TurnFollower {
     return over;
   }
 
-  drill(drill: DrillKind): boolean {
+  drill(drill: DrillKind): (() => void) | undefined {
     const m = this.#machine;
     if (drill === 'replay') {
       // A live turn reads the log as it does for a gap (from its last seq); an ended one is rebuilt as for a receipt's 409.
-      if (m.phase === 'done' ? m.error : m.phase === 'idle' || m.seen === 'end') return false;
-      if (m.phase === 'done') this.rebuild();
-      else this.#dispatch({ kind: 'gap' });
-    } else if (!streams(m)) return false;
-    else if (drill === 'cut') this.#dispatch({ kind: 'resume', drill: true });
-    else this.#deaf = this.#runner.signal('main');
-    return true;
+      if (m.phase === 'done' ? m.error : m.phase === 'idle' || m.seen === 'end') return;
+      return m.phase === 'done' ? () => this.rebuild() : () => this.#dispatch({ kind: 'gap' });
+    }
+    if (!streams(m)) return;
+    return drill === 'cut' ? () => this.#dispatch({ kind: 'resume', drill: true }) : () => (this.#deaf = this.#runner.signal('main'));
   }
 
   onNetwork(online: boolean): void {
