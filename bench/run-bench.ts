@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale`, `--runs N`
+ * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale,server`, `--runs N`
  * (runs per throughput contender, default 3), `--no-build` (use dist/ as it is),
  * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
  * turns, default 3 × 60).
@@ -18,6 +18,7 @@ import { benchMemory, memoryReport } from './memory.js';
 import { benchPausedReaders, pausedReadersReport } from './paused-readers.js';
 import { benchResume, resumeReport } from './resume.js';
 import { benchScale, scaleReport } from './scale.js';
+import { benchServerPath, serverPathReport } from './server-path.js';
 import { benchStall, stallReport } from './stall.js';
 import { benchStorage, storageReport } from './storage.bench.js';
 import { benchThroughput, throughputReport } from './throughput.js';
@@ -93,6 +94,11 @@ const SECTIONS: Section[] = [
       };
       return scaleReport(await benchScale({ ...options, log }), options);
     },
+  },
+  {
+    id: 'server',
+    title: "The server's fast path against raw SSE and raw Redis (bench/server-path.ts)",
+    run: async (_server, log) => serverPathReport(await benchServerPath({ log })),
   },
   {
     id: 'memory',

@@ -109,7 +109,7 @@ function openReceipts(
     queue.add(turnId, snapshot.lastSeq, snapshot.text);
   };
   if (options.receipts?.enabled !== false) {
-    // Said once the end is applied and its text proven (follow-rules.ts `verified`); the snapshot is final a moment later.
+    // Said once the end is applied and its text proven (follow-steps.ts `verified`); the snapshot is final a moment later.
     diagnostics.subscribe((diagnostic) => {
       if (diagnostic.type === 'completed') queueMicrotask(() => receiptOf(diagnostic.turnId));
     });
@@ -219,9 +219,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertUsable();
       assertId('turnId', turnId);
       if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
-      const applied = followers.get(turnId)?.drill(drill) ?? false;
-      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
-      return applied;
+      const run = followers.get(turnId)?.drill(drill);
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied: !!run });
+      run?.();
+      return !!run;
     },
     async clearStorage() {
       assertUsable();

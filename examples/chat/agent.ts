@@ -90,6 +90,11 @@ function hash(text: string): number {
   return h;
 }
 
+/** Resolves when the turn is stopped (a cancel, an operator's end, a shutdown), and not before. */
+function stopped(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
@@ -107,7 +112,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * Creates the fake agent. Messages mentioning "persona" get a `propose_personas` action
  * whose `output` is a JSON list of `{ name, role, goal }`. A message starting with `/fail`
  * fails halfway the first time it is sent to a conversation, to show a failed turn and
- * its Retry; sent again, it is answered.
+ * its Retry; sent again, it is answered. A message starting with `/stuck` starts a
+ * `lookup_order` action that never answers: the turn stays live with nothing logged, which is
+ * what the operator API lists as stuck (docs/protocol.md section 11) and `/support` can end.
  */
 export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
   const tokensPerSecond = options.tokensPerSecond ?? tokensPerSecondFromEnv();
@@ -134,6 +141,13 @@ export function createFakeAgent(options: FakeAgentOptions = {}): Agent {
       failedOnce.add(failKey);
       yield* stream('Starting on that now. Looking up the details and drafting an answer for you');
       throw new Error('The fake agent was asked to fail.');
+    }
+
+    if (/^\s*\/stuck\b/iu.test(text)) {
+      yield* stream('Let me look that order up for you.');
+      yield { type: 'action', callId: `order-${turnId}`, name: 'lookup_order', status: 'started', input: { question: text.replace(/^\s*\/stuck\s*/iu, '') } };
+      await stopped(signal);
+      return;
     }
 
     if (/weather/iu.test(text)) {

@@ -110,7 +110,15 @@ export async function streamTools(messages: UIMessage[], tools: ToolSet, options
   const model = new MockLanguageModelV3({
     doStream: async ({ prompt }) => ({ stream: simulateReadableStream<StreamPart>({ chunks: answer(prompt, options.note ?? '', options.repeat ?? 1), initialDelayInMs: delay, chunkDelayInMs: delay }) }),
   });
-  const result = streamText({ model, messages: await convertToModelMessages(messages), tools, stopWhen: stepCountIs(3), ...(options.signal && { abortSignal: options.signal }) });
+  const result = streamText({
+    model,
+    messages: await convertToModelMessages(messages),
+    tools,
+    stopWhen: stepCountIs(3),
+    // The "Break" error reaches the page in the stream; streamText's default would also log it.
+    onError: () => undefined,
+    ...(options.signal && { abortSignal: options.signal }),
+  });
   // The model's own error message, not the AI SDK's masked default: the page shows why it failed.
   return result.toUIMessageStream({ originalMessages: messages, onError: (error) => (error instanceof Error ? error.message : String(error)) });
 }

@@ -1,12 +1,15 @@
 /**
- * The example app's server: the built chat pages (`/`, the Lifeline hooks page, and `/ai`,
- * the AI SDK `useChat` page), the Lifeline reference server under `/api`, and the fault lab
- * under `/__lab`, all on one origin.
+ * The example app's server: the built pages (`/`, the Lifeline hooks page, `/ai`, the AI SDK
+ * `useChat` page, and `/support`, the operator's view), the Lifeline reference server under
+ * `/api`, and the fault lab under `/__lab`, all on one origin.
  *
  *   HOST (default 127.0.0.1)  PORT (default 5173)  AGENT_TOKENS_PER_SECOND (default 40)
  *   AI_MODEL_DELAY_MS (default 40: the mock model's delay between stream parts on `/ai`)
  *   REDIS_URL (optional: log turns in Redis instead of memory)
  *   REDIS_CLUSTER (optional, instead of REDIS_URL: a Redis Cluster's nodes, `host:port,host:port,…`)
+ *   OPERATOR_TOKEN (optional: turns the operator API and the `/support` page on; operators send
+ *     `Authorization: Bearer <token>`)  STUCK_AFTER_MS, UNDELIVERED_AFTER_MS (default 60000 each)
+ *   PRINCIPAL_HEADER (development only: the named request header is the principal, `?user=` on the pages)
  *   DRAIN_MS (default 10 000: on SIGTERM or SIGINT, how long live turns may finish; a second signal stops at once)
  *
  * Run with `npm start` (which builds first), or `tsx examples/chat/server.ts` once built.
@@ -22,6 +25,7 @@ import { createRedisTurnLog } from 'lifeline/server/redis';
 import { tokensPerSecondFromEnv } from './agent.js';
 import { createExampleAgent, modelDelayFromEnv } from './ai-agent.js';
 import { createFaultLab, type FaultLab } from './fault-lab.js';
+import { exampleConfig, supportHandlerOptions, supportSettingsFromEnv, type SupportSettings } from './support-env.js';
 
 /** Where `vite build` puts the app. */
 export const DIST_DIR = fileURLToPath(new URL('./dist/', import.meta.url));
@@ -45,6 +49,8 @@ export interface ExampleServerOptions {
   distDir?: string;
   /** How long "restart the server" refuses connections, ms. Default 3000. */
   restartDownMs?: number;
+  /** The operator API, its windows and the principal header. Default: from the environment (support-env.ts). */
+  support?: SupportSettings;
 }
 
 export interface ExampleServer {
@@ -59,6 +65,8 @@ export interface ExampleServer {
   };
   /** Where turns are logged: `memory`, `redis` or `redis cluster`. */
   storeKind: string;
+  /** How many times the `/ai` page's `transfer` tool ran on the server (once per approved call). */
+  transfers(): number;
   /**
    * Stops the server. With `drainMs` it drains first, still listening: submissions answer
    * `503 shutting_down` (the page's outbox sends them again later), live turns may run to
@@ -96,6 +104,9 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
+/** Pages with an html entry of their own (vite.config.ts). */
+const ENTRIES: Record<string, string> = { '/ai': '/ai.html', '/support': '/support.html' };
+
 function serveStatic(distDir: string, path: string, res: ServerResponse): void {
   const root = resolve(distDir);
   let file = resolve(join(root, normalize(decodeURIComponent(path))));
@@ -125,13 +136,17 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
   const distDir = options.distDir ?? DIST_DIR;
   const restartDownMs = options.restartDownMs ?? 3000;
   const { log, kind } = await openTurnLog(options.redisUrl ?? process.env['REDIS_URL'], options.redisCluster ?? process.env['REDIS_CLUSTER']);
+  let transfers = 0;
   const agent = createExampleAgent({
+    onTransfer: () => void transfers++,
     tokensPerSecond: options.tokensPerSecond ?? tokensPerSecondFromEnv(),
     modelDelayMs: options.modelDelayMs ?? modelDelayFromEnv(),
     modelWords: options.modelWords ?? 60,
     log,
   });
+  const support = options.support ?? supportSettingsFromEnv();
   const handler = createLifelineHandler({
+    ...supportHandlerOptions(support),
     agent,
     store: log,
     basePath: '/api',
@@ -150,8 +165,9 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
     }
     if (path.startsWith('/__lab/')) return labRoute(path, req, res);
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405).end();
-    // The AI SDK page is its own entry (ai.html); every other route gets the hooks page.
-    serveStatic(distDir, path === '/ai' || path === '/ai/' ? '/ai.html' : path, res);
+    if (path === '/__example/config') return sendJson(res, 200, exampleConfig(support));
+    // The AI SDK and support pages are entries of their own; every other route gets the hooks page.
+    serveStatic(distDir, ENTRIES[path.replace(/\/$/, '')] ?? path, res);
   });
 
   function labRoute(path: string, req: IncomingMessage, res: ServerResponse): void {
@@ -216,6 +232,7 @@ export async function startExampleServer(options: ExampleServerOptions = {}): Pr
     url,
     port,
     storeKind: kind,
+    transfers: () => transfers,
     lab: Object.assign(lab, { down, up }),
     async close(closeOptions = {}) {
       await restarting?.catch(() => {});

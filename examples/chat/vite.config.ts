@@ -6,7 +6,8 @@ const page = (name: string): string => fileURLToPath(new URL(name, import.meta.u
 
 // `lifeline`, `lifeline/react` and `lifeline/ai-sdk` resolve through the package's own
 // `exports` to dist/, exactly what an app installing the package gets (so `npm run build`
-// runs first). Two pages: index.html (Lifeline's hooks) and ai.html (the AI SDK's useChat).
+// runs first). Three pages: index.html (Lifeline's hooks), ai.html (the AI SDK's useChat) and
+// support.html (the operator API's view).
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   plugins: [react()],
@@ -14,7 +15,7 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     sourcemap: true,
-    rollupOptions: { input: { index: page('index.html'), ai: page('ai.html') } },
+    rollupOptions: { input: { index: page('index.html'), ai: page('ai.html'), support: page('support.html') } },
   },
   logLevel: 'warn',
 });

@@ -1,255 +1,295 @@
 /**
- * The follower's transition table: `transition(state, input, env)` answers the next state
- * and the effects to run, and does nothing else (no timers, no requests, no clock: `env`
- * brings time and randomness). The states, inputs and effects are listed in
- * `follow-types.ts`; the rules that end or repair requests are in `follow-rules.ts`.
+ * The follower's transition table: for each phase, what each input does there, as data
+ * (`TABLE`), beside the rules that hold in every phase (`EVERY_PHASE`) and those shared
+ * by every phase that follows the turn (`FOLLOWING`). A phase's own row wins; an input
+ * found in neither means nothing there and changes nothing. Each rule names where it
+ * may lead (`to`): docs/architecture.md shows the table rendered from it (`npm run
+ * docs:tables`), and the model test checks every transition stays inside it.
  *
+ * `transition(state, input, env)` answers the next state and the effects to run, and
+ * does nothing else (no timers, no requests, no clock: `env` brings time and randomness).
  * The per-event hot path never comes here: the runner applies events itself and reports
  * only an attempt's first progress, a gap, and the end.
  */
 import { FRESH_BACKOFF } from './backoff.js';
-import { abortAll, stallLimitMs } from './follow-state.js';
-import { StepRules } from './follow-rules.js';
-import type { FollowEnv, FollowInput, FollowState, ReplayCause, Transition } from './follow-types.js';
+import { stallLimitMs, STREAM_MODE } from './follow-state.js';
+import { failed, finish, go, markStalled, next, reopen, requestReplay, run, say, set, stop, verified, watch, type Step } from './follow-steps.js';
+import type { FollowEnv, FollowInput, FollowState, Phase, TimerName, Transition } from './follow-types.js';
 import { TransportError } from '../errors.js';
 
 export { initialFollowState, stallLimitMs } from './follow-state.js';
 
-/** Phases where the main loop has a request or a wait of its own going. */
-const BUSY = new Set(['connecting', 'streaming', 'waiting', 'replaying', 'settling', 'watching']);
+/** An input as the table keys it: a result names its slot, a timer its name. */
+export type InputKey =
+  | Exclude<FollowInput['kind'], 'failed' | 'page' | 'timer'>
+  | `failed:${'main' | 'alongside'}`
+  | `page:${'main' | 'alongside'}`
+  | `timer:${TimerName}`;
 
-/** The main loop holds a stream attempt of its own (not a replay, not another tab's relay). */
-export const streams = (s: FollowState): boolean => !s.replay && (s.phase === 'connecting' || s.phase === 'streaming');
+type InputFor<K extends InputKey> = K extends `${infer Kind}:${string}` ? Extract<FollowInput, { kind: Kind }> : Extract<FollowInput, { kind: K }>;
+
+/** Where a rule may lead: a phase, `=` (stays, maybe with new data), or `next` (the loop's next step, chosen by the state). */
+export type Target = Phase | '=' | 'next';
+
+/** The phases `next` chooses from: settling (ended), offline, watching, replaying, connecting. */
+export const NEXT_PHASES: readonly Phase[] = ['settling', 'offline', 'watching', 'replaying', 'connecting'];
+
+export interface Rule<K extends InputKey = InputKey> {
+  readonly to: readonly Target[];
+  readonly run: (step: Step, input: InputFor<K>) => void;
+}
+
+type Row = { readonly [K in InputKey]?: Rule<K> };
+
+export function keyOf(input: FollowInput): InputKey {
+  switch (input.kind) {
+    case 'failed':
+    case 'page':
+      return `${input.kind}:${input.slot}`;
+    case 'timer':
+      return `timer:${input.timer}`;
+    default:
+      return input.kind;
+  }
+}
+
+/** Said when a watchdog fires: which one, by whether any event was heard. */
+const stalled = (step: Step, silentMs: number): void =>
+  say(step, { type: 'stalled', watchdog: step.state.seen === 'nothing' ? 'first-event' : 'idle', silentMs });
+
+const startAlongside = (step: Step): void =>
+  run(step, { kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(step.state, step.env), fresh: true });
+
+/** The regions every phase keeps up to date, and `close`. */
+const EVERY_PHASE: Row = {
+  online: { to: ['='], run: (step) => set(step, { online: true }) },
+  offline: { to: ['='], run: (step) => set(step, { online: false }) },
+  role: { to: ['='], run: (step, { role }) => set(step, { role }) },
+  close: { to: ['idle', '='], run: stop },
+};
+
+/** What every phase that follows the turn (all but idle and done) does alike. */
+const FOLLOWING: Row = {
+  start: { to: ['=', 'next'], run: (step, { replayFirst }) => replayFirst && requestReplay(step, 'start') },
+  recover: {
+    to: ['='],
+    run(step) {
+      // Replaying already, or one alongside already: whoever waits is answered by that one.
+      if (step.state.mode.via === 'replay' || step.state.alongside) return run(step, { kind: 'release' });
+      set(step, { alongside: { replayed: 0 } });
+      startAlongside(step);
+    },
+  },
+  progress: {
+    to: ['='],
+    run(step, { from, seq }) {
+      const { mode } = step.state;
+      set(step, { seen: step.state.seen === 'end' ? 'end' : 'events', progressed: true, backoff: FRESH_BACKOFF });
+      // A resumed connection first delivers, in one burst, what was logged while we were away.
+      if (from === 'stream' && mode.via === 'stream' && mode.cut && seq > 1) {
+        set(step, { mode: { ...mode, cut: false } });
+        say(step, { type: 'recovered', path: 'resume', events: 0 });
+      }
+    },
+  },
+  gap: { to: ['=', 'next'], run: (step) => requestReplay(step, 'gap') },
+  ended: {
+    to: ['next'],
+    run(step) {
+      set(step, { seen: 'end' });
+      run(step, { kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
+      next(step);
+    },
+  },
+  'no-content': { to: ['=', 'next'], run: (step) => requestReplay(step, 'ended-stream') },
+  'failed:alongside': { to: ['=', 'next'], run: (step) => step.state.alongside && requestReplay(step, 'alongside-failed') },
+  'page:alongside': {
+    to: ['='],
+    run(step, { applied, more }) {
+      const { alongside } = step.state;
+      if (!alongside) return;
+      const replayed = alongside.replayed + applied;
+      if (more) return set(step, { alongside: { replayed } }), startAlongside(step);
+      set(step, { alongside: undefined });
+      run(step, { kind: 'clear', timer: 'alongside' });
+      if (replayed) say(step, { type: 'recovered', path: 'replay', events: replayed });
+      if (step.state.seen !== 'end') run(step, { kind: 'release' });
+    },
+  },
+  'timer:alongside': {
+    to: ['=', 'next'],
+    run(step, { silentMs }) {
+      if (!step.state.alongside) return;
+      stalled(step, silentMs);
+      requestReplay(step, 'alongside-failed');
+    },
+  },
+};
+
+/** Reconnect at once: back online, or the page back from a freeze. */
+const goNow: Rule<'online'> = { to: ['next'], run: (step) => (set(step, { online: true }), next(step)) };
+
+/** A request of the main loop failed. */
+const mainFailed: Rule<'failed:main'> = { to: ['waiting', 'next', 'done'], run: (step, { failure, closed }) => failed(step, failure, closed === true) };
+
+/** The stall watchdog fired: the rest of the window if sound came since, else the log. */
+const streamStall: Rule<'timer:stall'> = {
+  to: ['=', 'next'],
+  run(step, { silentMs }) {
+    const limit = stallLimitMs(step.state, step.env);
+    // Events only stamp the time they were heard: the timer waits out the rest of the window.
+    if (silentMs < limit) return run(step, { kind: 'arm', timer: 'stall', ms: limit - silentMs });
+    stalled(step, silentMs);
+    requestReplay(step, 'stall');
+    markStalled(step);
+  },
+};
+
+/** Each phase's own rules. */
+const TABLE: { readonly [P in Phase]: Row } = {
+  idle: {
+    // Nothing replays: whoever waits is answered now.
+    recover: { to: ['='], run: (step) => run(step, { kind: 'release' }) },
+    restored: {
+      to: ['=', 'done'],
+      run(step, { hasEvents, ended, final }) {
+        set(step, { seen: ended ? 'end' : hasEvents ? 'events' : 'nothing' });
+        if (final) finish(step, final.status, final.error, false);
+      },
+    },
+    start: {
+      to: ['next'],
+      run(step, { replayFirst }) {
+        if (replayFirst) requestReplay(step);
+        next(step);
+      },
+    },
+  },
+  offline: { ...FOLLOWING, online: goNow },
+  watching: {
+    ...FOLLOWING,
+    role: {
+      to: ['=', 'next'],
+      run(step, { role }) {
+        set(step, { role });
+        if (role !== 'watcher') run(step, { kind: 'clear', timer: 'stall' }), next(step);
+      },
+    },
+    'timer:stall': streamStall,
+  },
+  connecting: {
+    ...FOLLOWING,
+    opened: {
+      to: ['streaming'],
+      run(step, { lastEventId, heartbeatMs }) {
+        go(step, { phase: 'streaming' });
+        set(step, { authRetried: false, heartbeatMs: heartbeatMs ?? step.state.heartbeatMs });
+        say(step, { type: 'open', status: 200 });
+        if (lastEventId) say(step, { type: 'resumed', fromSeq: lastEventId });
+        // The announced heartbeat may shorten the watchdog: counted from the last sound heard.
+        run(step, { kind: 'arm', timer: 'stall', ms: stallLimitMs(step.state, step.env) });
+      },
+    },
+    resume: { to: ['next'], run: resumed },
+    'failed:main': mainFailed,
+    'timer:stall': streamStall,
+  },
+  streaming: {
+    ...FOLLOWING,
+    resume: { to: ['next'], run: resumed },
+    'failed:main': mainFailed,
+    'timer:stall': streamStall,
+  },
+  waiting: { ...FOLLOWING, online: goNow, 'timer:retry': { to: ['next'], run: next } },
+  replaying: {
+    ...FOLLOWING,
+    // A page ends on its own (its answer follows): the loop settles after it.
+    ended: { to: ['='], run: (step) => set(step, { seen: 'end' }) },
+    'page:main': {
+      to: ['=', 'next'],
+      run(step, { applied, more }) {
+        const { mode } = step.state;
+        const replayed = (mode.via === 'replay' ? mode.replayed : 0) + applied;
+        set(step, { authRetried: false, mode: mode.via === 'replay' ? { ...mode, replayed } : mode });
+        if (more) return run(step, { kind: 'fetch-page', slot: 'main' }), watch(step);
+        run(step, { kind: 'clear', timer: 'stall' });
+        if (replayed) say(step, { type: 'recovered', path: 'replay', events: replayed });
+        set(step, { mode: STREAM_MODE });
+        // An ended turn is released once settled, so `recover()` answers final snapshots.
+        if (step.state.seen !== 'end') run(step, { kind: 'release' });
+        next(step);
+      },
+    },
+    'failed:main': mainFailed,
+    'timer:stall': {
+      to: ['waiting', 'next', 'done'],
+      run(step, { silentMs }) {
+        stalled(step, silentMs);
+        // A replay page that hangs is a failure like any other: it counts against the retry budget.
+        run(step, { kind: 'abort', slot: 'main' });
+        markStalled(step);
+        failed(step, { error: new TransportError('timeout', 'The replay request hung.'), disposition: 'retry' }, false);
+      },
+    },
+  },
+  settling: {
+    ...FOLLOWING,
+    // The integrity check runs once; `recover()` waits for the settled turn.
+    ended: { to: ['='], run: (step) => set(step, { seen: 'end' }) },
+    recover: { to: ['='], run: (step) => run(step, { kind: 'release' }) },
+    verified: { to: ['done', 'next'], run: verified },
+  },
+  done: {
+    revive: {
+      to: ['=', 'next'],
+      run(step) {
+        if (step.state.phase !== 'done' || !step.state.revivable) return;
+        reopen(step);
+        TABLE.idle.start!.run(step, { kind: 'start', replayFirst: true });
+      },
+    },
+    rebuild: {
+      to: ['=', 'next'],
+      run(step) {
+        // Only an ended turn this client verified; `rebuilt` makes a second difference a failure, not a loop.
+        if (step.state.phase !== 'done' || step.state.error !== undefined) return;
+        reopen(step);
+        set(step, { rebuilt: true, seen: 'nothing' });
+        run(step, { kind: 'discard' });
+        TABLE.idle.start!.run(step, { kind: 'start', replayFirst: true });
+      },
+    },
+    // Nothing replays any more: whoever waits is answered now.
+    recover: { to: ['='], run: (step) => run(step, { kind: 'release' }) },
+  },
+};
+
+/** A stream that got data while the page was frozen is deaf after `resume` (or `client.drill` cuts it): reconnect now, said as a cut. */
+function resumed(step: Step, { drill }: Extract<FollowInput, { kind: 'resume' }>): void {
+  const { mode } = step.state;
+  if (mode.via === 'stream') set(step, { mode: { ...mode, cut: true } });
+  say(step, { type: 'disconnect', cause: new TransportError('network_error', drill ? 'Cut by client.drill.' : 'Page resumed from a freeze.') });
+  run(step, { kind: 'abort', slot: 'main' });
+  next(step);
+}
+
+/** The rule `input` meets in `phase`, or `undefined` when it means nothing there. */
+export function ruleFor(phase: Phase, key: InputKey): Rule | undefined {
+  return (TABLE[phase][key] ?? EVERY_PHASE[key]) as Rule | undefined;
+}
+
+/** Every input key, in the order the docs list them. */
+export const INPUT_KEYS: readonly InputKey[] = [
+  'restored', 'start', 'close', 'revive', 'rebuild', 'recover', 'online', 'offline', 'resume', 'role',
+  'opened', 'progress', 'gap', 'ended', 'no-content', 'failed:main', 'failed:alongside',
+  'page:main', 'page:alongside', 'timer:stall', 'timer:retry', 'timer:alongside', 'verified',
+];
+
+export const PHASES = Object.keys(TABLE) as Phase[];
 
 /** The transition function. Inputs that mean nothing in the current state change nothing. */
 export function transition(state: FollowState, input: FollowInput, env: FollowEnv): Transition {
-  const step = new FollowStep(state, env);
-  step.handle(input);
+  const step: Step = { state, effects: [], env };
+  ruleFor(state.phase, keyOf(input))?.run(step, input as never);
   return { state: step.state, effects: step.effects };
-}
-
-/** The rules that start requests and waits, and the dispatch of every input. */
-class FollowStep extends StepRules {
-  handle(input: FollowInput): void {
-    const s = this.state;
-    if (s.phase === 'done' && input.kind !== 'revive' && input.kind !== 'rebuild' && input.kind !== 'close' && input.kind !== 'start') return;
-    switch (input.kind) {
-      case 'restored':
-        if (s.following) return;
-        this.set({ hasEvents: input.hasEvents, ended: input.ended, status: input.hasEvents ? 'streaming' : 'pending' });
-        if (input.final) this.finish(input.final.status, input.final.error, false);
-        return;
-      case 'start':
-        if (s.phase === 'done') return this.set({ following: true });
-        if (s.following) return input.replayFirst ? this.requestReplay('start') : undefined;
-        this.set({ following: true });
-        if (input.replayFirst) this.requestReplay();
-        return this.next();
-      case 'close':
-        return this.#stop();
-      case 'revive':
-        if (s.phase !== 'done' || !s.revivable) return;
-        // A revived turn gets a fresh retry budget (docs/faults.md row 37) and replays first.
-        this.set({ phase: 'idle', following: false, revivable: false, error: undefined, authRetried: false, backoff: FRESH_BACKOFF, misses: 0 });
-        this.do({ kind: 'unsettle' });
-        return this.handle({ kind: 'start', replayFirst: true });
-      case 'rebuild':
-        // Only an ended turn this client verified; `rebuilt` makes a second difference a failure, not a loop.
-        if (s.phase !== 'done' || s.error !== undefined) return;
-        this.set({ phase: 'idle', following: false, revivable: false, authRetried: false, backoff: FRESH_BACKOFF, misses: 0, rebuilt: true, hasEvents: false, ended: false });
-        this.do({ kind: 'unsettle' }, { kind: 'discard' });
-        return this.handle({ kind: 'start', replayFirst: true });
-      case 'online':
-        this.set({ online: true });
-        // Offline, or waiting out a backoff: try now (docs/faults.md row 18).
-        if (s.phase === 'offline' || s.phase === 'waiting') return this.next();
-        return;
-      case 'offline':
-        return this.set({ online: false });
-      case 'role':
-        this.set({ role: input.role });
-        if (s.phase === 'watching' && input.role !== 'watcher') {
-          this.do({ kind: 'clear', timer: 'stall' });
-          return this.next();
-        }
-        return;
-      case 'resume':
-        // A stream that got data while the page was frozen is deaf after `resume`: reconnect now, said as a cut.
-        if (!streams(s)) return;
-        this.set({ cut: true });
-        this.say({ type: 'disconnect', cause: new TransportError('network_error', input.drill ? 'Cut by client.drill.' : 'Page resumed from a freeze.') });
-        this.do({ kind: 'abort', slot: 'main' });
-        return this.next();
-      case 'recover':
-        return this.#recover();
-      case 'opened':
-        return this.#opened(input.lastEventId, input.heartbeatMs);
-      case 'progress':
-        return this.#progress(input.from, input.seq);
-      case 'gap':
-        return this.requestReplay('gap');
-      case 'ended':
-        this.set({ ended: true });
-        // A replay page ends on its own (its answer follows); the integrity check runs once.
-        if (!s.following || s.phase === 'replaying' || s.phase === 'settling' || s.phase === 'idle') return;
-        this.do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
-        return this.next();
-      case 'no-content':
-        return this.requestReplay('ended-stream');
-      case 'failed':
-        return input.slot === 'alongside' ? this.#alongsideFailed() : this.failed(input.failure, input.closed === true);
-      case 'page':
-        return input.slot === 'alongside' ? this.#alongsidePage(input.applied, input.more) : this.#page(input.applied, input.more);
-      case 'timer':
-        return this.#timer(input.timer, input.silentMs);
-      case 'verified':
-        return this.verified(input);
-    }
-  }
-
-  /** Decides the main loop's next step from the state: the one place that starts requests and waits. */
-  protected next(): void {
-    const s = this.state;
-    this.do({ kind: 'clear', timer: 'retry' });
-    if (!s.following) return this.set({ phase: 'idle' });
-    if (s.ended) {
-      this.set({ phase: 'settling', nextRetryAt: undefined });
-      this.do({ kind: 'clear', timer: 'stall' }, { kind: 'verify' });
-      return;
-    }
-    if (!s.online) {
-      this.set({ phase: 'offline', connection: 'offline', nextRetryAt: undefined });
-      return this.do({ kind: 'clear', timer: 'stall' });
-    }
-    this.set({ progressed: false, nextRetryAt: undefined });
-    if (s.role === 'watcher' && !s.replay) {
-      this.set({ phase: 'watching', connection: 'idle' });
-      return this.#watch();
-    }
-    if (s.replay) {
-      this.set({ phase: 'replaying' });
-      this.do({ kind: 'fetch-page', slot: 'main' });
-    } else {
-      this.set({ phase: 'connecting', connection: 'connecting' });
-      this.do({ kind: 'open-stream' });
-    }
-    this.#watch();
-  }
-
-  /** Arms the stall watchdog afresh for the request (or relay) just started. */
-  #watch(): void {
-    this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env), fresh: true });
-  }
-
-  /** Ends every request and timer; the loop stays `idle` until started again. */
-  #stop(): void {
-    const s = this.state;
-    if (!s.following && s.phase !== 'done') return;
-    this.do(...abortAll(), { kind: 'leave' }, { kind: 'release' });
-    this.set({ following: false, alongside: false, ...(s.phase !== 'done' && { phase: 'idle', connection: 'idle', nextRetryAt: undefined }) });
-  }
-
-  /** Aborts what runs and replays next: one path for stalls, gaps, 204, repeated failures, rebuilds and adoption. */
-  protected requestReplay(cause?: ReplayCause): void {
-    const s = this.state;
-    if (!s.replay) {
-      this.set({ replay: true, replayed: 0, misses: 0, cut: false, status: 'recovering', connection: 'idle' });
-      this.say({ type: 'recovering' });
-    }
-    this.do({ kind: 'abort', slot: 'alongside' }, { kind: 'clear', timer: 'alongside' });
-    this.set({ alongside: false });
-    // From `start` the loop is started right after; otherwise restart it now.
-    if (cause !== undefined && BUSY.has(s.phase)) {
-      this.do({ kind: 'abort', slot: 'main' }, { kind: 'clear', timer: 'stall' });
-      this.next();
-    }
-  }
-
-  #opened(lastEventId: number, heartbeatMs: number | undefined): void {
-    if (this.state.phase !== 'connecting') return;
-    this.set({ phase: 'streaming', connection: 'open', authRetried: false, heartbeatMs: heartbeatMs ?? this.state.heartbeatMs, status: this.live() });
-    this.say({ type: 'open', status: 200 });
-    if (lastEventId) this.say({ type: 'resumed', fromSeq: lastEventId });
-    // The announced heartbeat may shorten the watchdog: counted from the last sound heard.
-    this.do({ kind: 'arm', timer: 'stall', ms: stallLimitMs(this.state, this.env) });
-  }
-
-  #progress(from: 'stream' | 'replay' | 'relay', seq: number): void {
-    const s = this.state;
-    this.set({ hasEvents: true, progressed: true, backoff: FRESH_BACKOFF });
-    if (from === 'replay') return;
-    this.set({ status: 'streaming' });
-    // A resumed connection first delivers, in one burst, what was logged while we were away.
-    if (from === 'stream' && s.cut && seq > 1) {
-      this.set({ cut: false });
-      this.say({ type: 'recovered', path: 'resume', events: 0 });
-    }
-  }
-
-  #page(applied: number, more: boolean): void {
-    const s = this.state;
-    if (s.phase !== 'replaying') return;
-    this.set({ replayed: s.replayed + applied, authRetried: false });
-    if (more) {
-      this.do({ kind: 'fetch-page', slot: 'main' });
-      return this.#watch();
-    }
-    this.do({ kind: 'clear', timer: 'stall' });
-    if (this.state.replayed) this.say({ type: 'recovered', path: 'replay', events: this.state.replayed });
-    this.set({ replay: false, status: this.live(), connection: 'idle' });
-    // An ended turn is released once settled, so `recover()` answers final snapshots.
-    if (!this.state.ended) this.do({ kind: 'release' });
-    this.next();
-  }
-
-  /** `recover()`: replays the log next to a healthy main loop; both merge by seq. */
-  #recover(): void {
-    const s = this.state;
-    if (!s.following || s.replay || s.alongside || s.phase === 'settling') return this.do({ kind: 'release' });
-    this.set({ alongside: true, alongsideReplayed: 0 });
-    this.do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
-  }
-
-  #alongsidePage(applied: number, more: boolean): void {
-    const s = this.state;
-    if (!s.alongside) return;
-    this.set({ alongsideReplayed: s.alongsideReplayed + applied });
-    if (more) {
-      this.do({ kind: 'fetch-page', slot: 'alongside' }, { kind: 'arm', timer: 'alongside', ms: stallLimitMs(s, this.env), fresh: true });
-      return;
-    }
-    this.set({ alongside: false });
-    this.do({ kind: 'clear', timer: 'alongside' });
-    if (this.state.alongsideReplayed) this.say({ type: 'recovered', path: 'replay', events: this.state.alongsideReplayed });
-    if (!this.state.ended) this.do({ kind: 'release' });
-  }
-
-  /** The alongside replay failed or hung: the main loop replays instead (backoff, budget, a visible give-up). */
-  #alongsideFailed(): void {
-    if (!this.state.alongside) return;
-    this.requestReplay('alongside-failed');
-  }
-
-  #timer(timer: 'stall' | 'retry' | 'alongside', silentMs: number): void {
-    const s = this.state;
-    if (timer === 'retry') return s.phase === 'waiting' ? this.next() : undefined;
-    if (timer === 'alongside') {
-      if (!s.alongside) return;
-      this.say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
-      return this.#alongsideFailed();
-    }
-    if (s.phase !== 'connecting' && s.phase !== 'streaming' && s.phase !== 'replaying' && s.phase !== 'watching') return;
-    const limit = stallLimitMs(s, this.env);
-    // Events only stamp the time they were heard: the timer waits out the rest of the window.
-    if (silentMs < limit) return this.do({ kind: 'arm', timer: 'stall', ms: limit - silentMs });
-    this.say({ type: 'stalled', watchdog: s.hasEvents ? 'idle' : 'first-event', silentMs });
-    if (s.phase === 'replaying') {
-      // A replay page that hangs is a failure like any other: it counts against the retry budget.
-      this.do({ kind: 'abort', slot: 'main' });
-      this.set({ status: 'stalled' });
-      return this.failed({ error: new TransportError('timeout', 'The replay request hung.'), disposition: 'retry' }, false);
-    }
-    this.requestReplay('stall');
-    this.set({ status: 'stalled' });
-  }
 }

@@ -1,39 +1,42 @@
 /**
  * The follower's machine, as data: every state it can be in, every input that moves it,
  * every effect it asks for. Read this file first; `follow-machine.ts` is the transition
- * table over these unions, `follow/` runs the effects.
+ * table over these unions (rendered into docs/architecture.md), `follow-steps.ts` the steps
+ * its rules share, `follow/` runs the effects.
  *
- * Three regions live side by side in one state:
- * - lifecycle: `following` (the app wants the turn and it was started) and `phase`;
- * - tab role: `solo` (no tab sharing here), `leader` (streams and relays), `watcher`
- *   (applies what the leader relays);
- * - the main loop: `phase`, one request or one wait at a time.
+ * The state is a union by `phase` (the main loop: one request or one wait at a time), each
+ * variant with only its own data, beside regions that change on their own: the tab role,
+ * the network, what the events told, which way the loop reads the turn, a `recover()`
+ * replay alongside, the retry budget. What the app sees (`status`, `connection`) is derived
+ * from it (`follow-state.ts`), never stored.
  */
 import type { LifelineError } from '../errors.js';
 import type { BackoffState, RetryPolicy } from './backoff.js';
-import type { ConnectionState, EndedTurnStatus, TurnStatus } from './domain.js';
+import type { EndedTurnStatus } from './domain.js';
 import type { Failure } from './failure-policy.js';
 
-/** Where the main loop is. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
-export type Phase =
+/** Where the main loop is, with what only that phase holds. Each non-terminal phase has a request in flight, a timer, or an awaited wake. */
+export type LoopPhase =
   /** Not following (before `start`, or closed): waits for `start`. */
-  | 'idle'
+  | { readonly phase: 'idle' }
   /** The browser is offline: waits for `online` (no timer, no request). */
-  | 'offline'
+  | { readonly phase: 'offline' }
   /** Another tab streams and relays: the stall timer watches the relay. */
-  | 'watching'
+  | { readonly phase: 'watching' }
   /** A stream request is in flight (headers, then the response): stall timer armed. */
-  | 'connecting'
+  | { readonly phase: 'connecting' }
   /** The stream is open: stall timer armed (events and heartbeats restart it). */
-  | 'streaming'
-  /** Waiting out a backoff delay: retry timer armed. */
-  | 'waiting'
+  | { readonly phase: 'streaming' }
+  /** Waiting out a backoff delay until `retryAt` (monotonic ms): retry timer armed. */
+  | { readonly phase: 'waiting'; readonly retryAt: number }
   /** One replay page is in flight: stall timer armed (a hang counts as a failure). */
-  | 'replaying'
+  | { readonly phase: 'replaying' }
   /** `turn.end` applied: the integrity check is in flight. */
-  | 'settling'
-  /** Ended (complete, cancelled) or failed: nothing runs. A revivable failure may `revive`. */
-  | 'done';
+  | { readonly phase: 'settling' }
+  /** Ended (complete, cancelled) or failed: nothing runs. A `revivable` failure may `revive`. */
+  | { readonly phase: 'done'; readonly status: EndedTurnStatus; readonly error: LifelineError | undefined; readonly revivable: boolean };
+
+export type Phase = LoopPhase['phase'];
 
 export type TabRole = 'solo' | 'leader' | 'watcher';
 
@@ -54,44 +57,41 @@ export interface FollowConfig {
   idleMs?: number | undefined;
 }
 
-/** The whole machine state: plain data, replaced on every transition. */
-export interface FollowState {
-  readonly phase: Phase;
-  /** Between `start` and `close`/`dispose`. */
-  readonly following: boolean;
+/** Which way the main loop reads the turn, with what each way counts. */
+export type LoopMode =
+  /**
+   * The stream. `misses`: attempts in a row that ended without applying anything; `cut`: the
+   * last attempt ended by a cut, so the next connection's first burst is a resume.
+   */
+  | { readonly via: 'stream'; readonly misses: number; readonly cut: boolean }
+  /** Pages of the log. `replayed`: events applied so far; `stalled`: a watchdog sent it here or fired during it. */
+  | { readonly via: 'replay'; readonly replayed: number; readonly stalled: boolean };
+
+/** What the applied events told so far (restored ones included). */
+export type Seen = 'nothing' | 'events' | 'end';
+
+/** The regions beside the phase: each changes on its own. */
+export interface FollowRegions {
+  readonly mode: LoopMode;
   readonly role: TabRole;
   readonly online: boolean;
-  /** The main loop replays (pages of the log) instead of streaming. */
-  readonly replay: boolean;
-  /** A `recover()` replay runs next to the main loop. */
-  readonly alongside: boolean;
-  /** `turn.end` is applied: the loop settles the turn (until a rebuild discards it). */
-  readonly ended: boolean;
-  /** At least one event applied (the idle watchdog applies, not the first-event one). */
-  readonly hasEvents: boolean;
+  readonly seen: Seen;
+  /** A `recover()` replay running next to the main loop, and the events it applied. */
+  readonly alongside: { readonly replayed: number } | undefined;
+  /** Failures since the last progress, and when they began. */
+  readonly backoff: BackoffState;
   /** The current attempt (stream or page) applied an event. */
   readonly progressed: boolean;
-  /** Stream attempts in a row that ended without applying anything. */
-  readonly misses: number;
-  /** The last stream attempt ended by a cut: the next connection's first burst is a resume. */
-  readonly cut: boolean;
+  /** A 401/403 was retried once with fresh headers (a second one in a row is final). */
   readonly authRetried: boolean;
-  /** The integrity check already rebuilt the turn once. */
+  /** The turn was rebuilt once already: a second text difference is a failure, not a loop. */
   readonly rebuilt: boolean;
   /** `Lifeline-Heartbeat` of the last opened stream, ms. */
   readonly heartbeatMs: number | undefined;
-  /** Events the running replays applied (reported when they end). */
-  readonly replayed: number;
-  readonly alongsideReplayed: number;
-  readonly backoff: BackoffState;
-  readonly status: TurnStatus;
-  readonly connection: ConnectionState;
-  /** When the retry timer fires (epoch ms), while `waiting`. */
-  readonly nextRetryAt: number | undefined;
-  /** A failure that may pass (network, auth): `revive` follows the turn again. */
-  readonly revivable: boolean;
-  readonly error: LifelineError | undefined;
 }
+
+/** The whole machine state: plain data, replaced on every transition. */
+export type FollowState = FollowRegions & LoopPhase;
 
 /** Everything that can happen to a follower. Results of requests name their slot. */
 export type FollowInput =

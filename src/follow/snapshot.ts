@@ -1,5 +1,6 @@
 /** The immutable views of a followed turn: the app's snapshot and the storage row's description. */
 import { isEnded } from '../core/domain.js';
+import { connectionOf, retryAtOf, statusOf } from '../core/follow-state.js';
 import type { FollowState } from '../core/follow-types.js';
 import { turnParts, turnText, type TurnState } from '../core/turn-reducer.js';
 import type { TurnMeta } from '../storage/persistence.js';
@@ -23,19 +24,19 @@ export function buildSnapshot(
   /** Wall minus monotonic ms: the machine schedules on monotonic time, the snapshot shows epoch ms. */
   wallOffset: number,
 ): TurnSnapshot {
-  const { nextRetryAt } = machine;
+  const nextRetryAt = retryAtOf(machine);
   return frozen<TurnSnapshot>({
     id,
     conversationId: turn.conversationId ?? origin.conversationId,
     messageId: turn.messageId ?? origin.messageId,
-    status: machine.status,
+    status: statusOf(machine),
     text: turnText(turn),
     parts: turnParts(turn),
     actions: turn.actions,
     lastSeq: turn.lastSeq,
-    error: machine.error,
+    error: machine.phase === 'done' ? machine.error : undefined,
     endError: turn.end?.error,
-    connection: frozen<ConnectionInfo>({ state: machine.connection, attempt: machine.backoff.attempt, nextRetryAt: nextRetryAt === undefined ? undefined : Math.round(nextRetryAt + wallOffset) }),
+    connection: frozen<ConnectionInfo>({ state: connectionOf(machine), attempt: machine.backoff.attempt, nextRetryAt: nextRetryAt === undefined ? undefined : Math.round(nextRetryAt + wallOffset) }),
     recovered,
     stall,
   });
@@ -57,10 +58,10 @@ export function isEndedSnapshot(snapshot: TurnSnapshot): snapshot is EndedTurnSn
 /** The machine's fields the snapshot shows changed. */
 export function visiblyChanged(before: FollowState, after: FollowState): boolean {
   return (
-    before.status !== after.status ||
-    before.connection !== after.connection ||
-    before.nextRetryAt !== after.nextRetryAt ||
+    statusOf(before) !== statusOf(after) ||
+    connectionOf(before) !== connectionOf(after) ||
+    retryAtOf(before) !== retryAtOf(after) ||
     before.backoff.attempt !== after.backoff.attempt ||
-    before.error !== after.error
+    (before.phase === 'done' && before.error) !== (after.phase === 'done' && after.error)
   );
 }

@@ -100,9 +100,9 @@ describe('the packed package', () => {
 
   it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
     const manifest = installedManifest(apps.app);
-    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './devtools', './devtools/production', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
+      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance', 'lifeline/devtools', 'lifeline/devtools/production'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -122,20 +122,48 @@ describe('the packed package', () => {
     expect(names['lifeline/ai-sdk/react']).toEqual(['useInitialMessages']);
     expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
     expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
+    expect(names['lifeline/devtools']).toEqual(['LifelineDevtools']);
+    expect(names['lifeline/devtools/production']).toEqual(['LifelineDevtools']);
   });
 
-  it('answers require() as Node allows for an ESM-only package: the module where require(esm) works, ERR_REQUIRE_ESM before', async () => {
-    const result = await command(process.execPath, ['-e', "console.log(typeof require('lifeline/server').createLifelineHandler)"], apps.app);
-    if (process.features.require_module) {
-      expect(result.code, report(result)).toBe(0);
-      expect(result.stdout.trim()).toBe('function');
-    } else {
+  it('loads every entry with require() where Node allows require(esm), ERR_REQUIRE_ESM before; no entry is import-only', async () => {
+    const manifest = installedManifest(apps.app);
+    const conditions = Object.entries(manifest.exports).filter(([key]) => key !== './package.json');
+    // An "import" condition is what made require() fail where it could have worked.
+    for (const [key, value] of conditions) expect(Object.keys(value as object), key).toEqual(['types', 'default']);
+    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline' : `lifeline/${key.slice(2)}`));
+    const script = [
+      `const entries = ${JSON.stringify(entries)};`,
+      '(async () => {',
+      '  const names = {};',
+      '  for (const entry of entries) names[entry] = { required: Object.keys(require(entry)).sort(), imported: Object.keys(await import(entry)).sort() };',
+      '  console.log(JSON.stringify(names));',
+      '})().catch((error) => { console.error(error.code, error.message); process.exit(1); });',
+    ].join('\n');
+    writeFileSync(join(apps.app, 'require-all.cjs'), script);
+    const result = await command(process.execPath, ['require-all.cjs'], apps.app);
+    if (!process.features.require_module) {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('ERR_REQUIRE_ESM');
+      return;
+    }
+    expect(result.code, report(result)).toBe(0);
+    const names = JSON.parse(result.stdout) as Record<string, { required: string[]; imported: string[] }>;
+    expect(Object.keys(names)).toEqual(entries);
+    for (const entry of entries) {
+      expect(names[entry]!.required.length, entry).toBeGreaterThan(0);
+      expect(names[entry]!.required, entry).toEqual(names[entry]!.imported);
     }
   });
 
-  it.each([['react'], ['ai-sdk/react']])('starts every built file of lifeline/%s with "use client"', (entry) => {
+  it('builds once per pack: packing the same sources again does not compile them again', async () => {
+    const again = await command('npm', ['pack', '--dry-run', '--json'], packed!.clone);
+    expect(again.code, report(again)).toBe(0);
+    expect(again.stdout + again.stderr).toContain('dist/ was built from these sources already: not building again.');
+    expect(packed!.files).not.toContain('dist/.sources-sha256');
+  });
+
+  it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline/%s with "use client"', (entry) => {
     const dir = installed('dist', ...entry.split('/'));
     const files = readdirSync(dir).filter((name) => name.endsWith('.js'));
     expect(files).toContain('index.js');

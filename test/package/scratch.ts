@@ -52,6 +52,8 @@ export interface PackedPackage {
   tarball: string;
   /** Paths inside the tarball, as `npm pack --json` reports them, sorted. */
   files: string[];
+  /** The fresh clone it was packed from (built by that pack). */
+  clone: string;
 }
 
 /** Copies a fresh-clone view of the repository and packs it (the prepare build runs there). */
@@ -68,7 +70,7 @@ export async function packFreshClone(): Promise<PackedPackage> {
   const output = await mustRun('npm', ['pack', '--json', '--pack-destination', work], clone);
   const [report] = JSON.parse(output) as { filename: string; files: { path: string }[] }[];
   if (!report) throw new Error(`npm pack printed no report:\n${output}`);
-  return { work, tarball: join(work, report.filename), files: report.files.map((file) => file.path).sort() };
+  return { work, tarball: join(work, report.filename), files: report.files.map((file) => file.path).sort(), clone };
 }
 
 export interface ScratchApps {

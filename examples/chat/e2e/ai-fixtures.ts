@@ -9,6 +9,7 @@ import type { UIMessage } from 'ai';
 import { isStreamRequest, startFaultProxy, type FaultProxy } from '../../../test/fixtures/fault-proxy.js';
 import { startExampleServer, type ExampleServer } from '../server.js';
 import { chatState, recordChat, referenceMessage, sampleProblems, serverTurns, type ChatSample, type ServerTurn } from './ai-oracle.js';
+import { referenceConversation, startPlainRoute, withoutApprovalIds, type PlainRoute } from './ai-reference.js';
 import { ensureAppBuilt, expect, test as base } from './fixtures.js';
 
 /** Words of the mock model's answer, and its delay between stream parts: a turn takes about 1.5 s, long enough to break it mid-way. */
@@ -18,26 +19,32 @@ const MODEL_DELAY_MS = 12;
 export interface AiLab {
   app: ExampleServer;
   proxy: FaultProxy;
+  /** The AI SDK's own route over the tools model: the reference of the tool tests. */
+  route: PlainRoute;
   /** Every render of every page opened through {@link AiLab.open}, in order. */
   samples: ChatSample[];
   /** Opens the chat `chatId` on the AI page (through the proxy) and waits until useChat has its messages. */
   open(page: Page, chatId: string, query?: Record<string, string>): Promise<void>;
 }
 
-export const test = base.extend<{ ai: AiLab; devBuild: boolean }>({
+export const test = base.extend<{ ai: AiLab; devBuild: boolean; modelWords: number }>({
   /** Serve React's development build, where StrictMode mounts every effect twice. */
   devBuild: [false, { option: true }],
-  ai: async ({ appBuilt, devBuild }, use) => {
+  /** Words of the weather model's answer (a longer one leaves time to act mid-turn). */
+  modelWords: [WORDS, { option: true }],
+  ai: async ({ appBuilt, devBuild, modelWords }, use) => {
     void appBuilt;
     const distDir = devBuild ? await ensureAppBuilt('development') : undefined;
-    const app = await startExampleServer({ port: 0, modelDelayMs: MODEL_DELAY_MS, modelWords: WORDS, restartDownMs: 1000, ...(distDir && { distDir }) });
+    const app = await startExampleServer({ port: 0, modelDelayMs: MODEL_DELAY_MS, modelWords, restartDownMs: 1000, ...(distDir && { distDir }) });
     const proxy = await startFaultProxy({ targetPort: app.port });
+    const route = await startPlainRoute();
     const samples: ChatSample[] = [];
     const recorded = new WeakSet<Page>();
     let pages = 0;
     await use({
       app,
       proxy,
+      route,
       samples,
       async open(page, chatId, query = {}) {
         if (!recorded.has(page)) {
@@ -49,6 +56,7 @@ export const test = base.extend<{ ai: AiLab; devBuild: boolean }>({
       },
     });
     await proxy.close();
+    await route.close();
     await app.close();
   },
 });
@@ -118,5 +126,25 @@ export async function expectChatMatchesServer(ai: AiLab, page: Page, chatId: str
   // Renders were sampled as the answer grew (not only the final one).
   expect(ai.samples.filter((sample) => sample.status === 'streaming').length).toBeGreaterThan(5);
   expect(sampleProblems(ai.samples, expected)).toEqual([]);
+  return turns;
+}
+
+/**
+ * The oracle of the tool tests: the server's turns end with `statuses`; the page's useChat
+ * ends `status` holding exactly what the AI SDK's own `DefaultChatTransport` ends with for
+ * the same requests (approval ids aside: the AI SDK draws them at random; and, with
+ * `resumedApproval`, the approval's decision, which a resumed stream cannot carry); no sampled
+ * render showed a duplicated message or part. Returns the server's turns.
+ */
+export async function expectToolChat(ai: AiLab, page: Page, chatId: string, statuses: string[], { status = 'ready', resumedApproval = false } = {}): Promise<ServerTurn[]> {
+  // A continuation is sent once the turn before it ended: wait for as many turns as expected.
+  let turns: ServerTurn[] = [];
+  await expect.poll(async () => (turns = await endedTurns(ai, chatId)).length, { timeout: 15_000, intervals: [50] }).toBe(statuses.length);
+  expect(turns.map((turn) => turn.status)).toEqual(statuses);
+  const replaced: UIMessage[] = [];
+  const expected = withoutApprovalIds(await referenceConversation(ai.route, turns, replaced), !resumedApproval);
+  await expect.poll(async () => withoutApprovalIds((await chatState(page)).messages, !resumedApproval), { timeout: 10_000, intervals: [50] }).toEqual(expected);
+  await waitForChat(page, status);
+  expect(sampleProblems(ai.samples, [...expected, ...replaced])).toEqual([]);
   return turns;
 }

@@ -31,13 +31,15 @@ type Flavour = 'production' | 'development';
 
 function appIsFresh(outDir: string): boolean {
   const built = join(outDir, 'ai.html');
-  if (!existsSync(built)) return false;
+  if (!existsSync(built) || !existsSync(join(outDir, 'support.html'))) return false;
   const inputs = Math.max(
     newest(join(exampleDir, 'src')),
     newest(join(exampleDir, 'index.html')),
     newest(join(exampleDir, 'ai.html')),
+    newest(join(exampleDir, 'support.html')),
     newest(join(packageDist, 'react')),
     newest(join(packageDist, 'ai-sdk')),
+    newest(join(packageDist, 'devtools')),
     newest(join(packageDist, 'index.js')),
   );
   return statSync(built).mtimeMs >= inputs;

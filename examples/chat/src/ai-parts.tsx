@@ -35,7 +35,8 @@ export function AiPart({ part, streaming }: { part: Part; streaming: boolean }) 
   }
   if (isToolUIPart(part)) {
     const name = getToolName(part);
-    const state = TOOL_STATES[part.state] ?? { words: part.state, done: false };
+    // A client tool (no `execute` on the server) waits for this page, not for the server.
+    const state = name === 'locate' && part.state === 'input-available' ? { words: 'waiting for this page’s answer', done: false } : (TOOL_STATES[part.state] ?? { words: part.state, done: false });
     const failed = part.state === 'output-error' || part.state === 'output-denied';
     return (
       <section

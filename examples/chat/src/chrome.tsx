@@ -45,9 +45,10 @@ function StorageLine() {
 const PAGES = [
   { href: '/', label: 'Lifeline hooks', page: 'hooks' },
   { href: '/ai', label: 'AI SDK useChat', page: 'ai' },
+  { href: '/support', label: 'Support', page: 'support' },
 ] as const;
 
-/** The two pages of the example, the current one as plain text. */
+/** The example's pages, the current one as plain text. */
 function PageLinks({ current }: { current: (typeof PAGES)[number]['page'] }) {
   return (
     <nav className="page-links" aria-label="Example pages">
@@ -66,19 +67,26 @@ function PageLinks({ current }: { current: (typeof PAGES)[number]['page'] }) {
   );
 }
 
+/** The logo, the name and the page links: the top bar's left side, on every page. */
+export function Brand({ page, subtitle }: { page: (typeof PAGES)[number]['page']; subtitle: string }) {
+  return (
+    <div className="brand">
+      <span className="logo" aria-hidden="true">
+        <svg viewBox="0 0 24 24" width="18" height="18">
+          <path d="M2 12h4l2.5-6 4 12 3-8 1.5 2H22" fill="none" stroke="currentColor" strokeWidth="2.2" strokeLinecap="round" strokeLinejoin="round" />
+        </svg>
+      </span>
+      <strong>Lifeline</strong>
+      <span className="muted">{subtitle}</span>
+      <PageLinks current={page} />
+    </div>
+  );
+}
+
 export function TopBar({ page, subtitle, status }: { page: 'hooks' | 'ai'; subtitle: string; status: ConversationStatus }) {
   return (
     <header className="topbar">
-      <div className="brand">
-        <span className="logo" aria-hidden="true">
-          <svg viewBox="0 0 24 24" width="18" height="18">
-            <path d="M2 12h4l2.5-6 4 12 3-8 1.5 2H22" fill="none" stroke="currentColor" strokeWidth="2.2" strokeLinecap="round" strokeLinejoin="round" />
-          </svg>
-        </span>
-        <strong>Lifeline</strong>
-        <span className="muted">{subtitle}</span>
-        <PageLinks current={page} />
-      </div>
+      <Brand page={page} subtitle={subtitle} />
       <div className="topbar-status">
         <StorageLine />
         <ConnectionBadge status={status} />

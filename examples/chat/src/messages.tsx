@@ -108,14 +108,22 @@ function PendingAnswer({ entry }: { entry: OutboxEntry }) {
   );
 }
 
+/** The `error` the server logged with `turn.end` (docs/protocol.md section 2), when it has the usual shape. */
+function endErrorOf(turn: TurnSnapshot): { code: string; message: string } | undefined {
+  const error = turn.endError;
+  if (typeof error !== 'object' || error === null || Array.isArray(error)) return undefined;
+  return typeof error['code'] === 'string' ? { code: error['code'], message: typeof error['message'] === 'string' ? error['message'] : '' } : undefined;
+}
+
 const isLive = (turn: TurnSnapshot) => turn.status !== 'complete' && turn.status !== 'failed' && turn.status !== 'cancelled';
 
 function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: (() => void) | undefined }) {
   const client = useLifeline();
   const chip = turnChip(turn);
+  const endError = endErrorOf(turn);
   const showCaret = turn.status === 'streaming' || turn.status === 'pending';
   return (
-    <article className="message assistant" data-message-role="assistant" data-turn-id={turn.id} data-status={turn.status}>
+    <article className="message assistant" data-message-role="assistant" data-turn-id={turn.id} data-status={turn.status} data-end-error={endError?.code}>
       <div className="avatar" aria-hidden="true">L</div>
       <div className="body">
         {turn.parts.map((part, index) => (part.type === 'text' ? null : <PartView key={index} part={part} />))}
@@ -131,6 +139,7 @@ function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: ((
             <Chip tone="good">{`Recovered ${turn.recovered.events} tokens ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
           )}
           {turn.error && <span className="meta-note">{turn.error.message}</span>}
+          {endError?.code === 'ended_by_operator' && <span className="meta-note">{`Ended by support: ${endError.message}`}</span>}
           {turn.status === 'failed' && onResend && (
             <button type="button" className="button small" onClick={onResend}>
               Retry

@@ -101,7 +101,7 @@ class UIMessageStreamFailed extends Error {}
  * runs it from the approval in `messages`, and a denied one never.
  *
  * @example
- * const agent = uiMessageAgent(({ messages, context, headers, signal }) =>
+ * const agent = uiMessageAgent(async ({ messages, context, headers, signal }) =>
  *   streamText({ model: pick(context), messages: await convertToModelMessages(messages), tools, abortSignal: signal }).toUIMessageStream(),
  * );
  * const handler = createLifelineHandler({ agent });

@@ -74,8 +74,11 @@ export interface LifelineHandlerOptions {
   undeliveredAfterMs?: number;
   /**
    * An OpenTelemetry `Meter` (`metrics.getMeter('lifeline')` from `@opentelemetry/api`):
-   * counters `lifeline.turns.started|completed|failed|stuck|undelivered` and the histogram
-   * `lifeline.delivery.latency` (ms). Default: none (nothing is measured).
+   * counters `lifeline.turns.started|completed|failed|stuck|undelivered` (stuck and undelivered:
+   * turns operator listings found, each once per instance), `lifeline.streams.resumed` (follow
+   * requests resuming a live turn from a seq > 0: a client whose stream was lost) and the
+   * histogram `lifeline.delivery.latency` (ms from turn.end to the first receipt). Default: none
+   * (nothing is measured).
    */
   meter?: MeterLike;
   /**

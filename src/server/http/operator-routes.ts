@@ -60,7 +60,7 @@ export async function listOperatorTurns(context: HandlerContext, settings: Opera
   const query = listQuery(url, settings);
   if (!context.log.listOperatorTurns) throw new HttpError(404, 'not_found', 'This turn log keeps no operator index.');
   const turns = await context.log.listOperatorTurns(query);
-  if (query.state === 'stuck' || query.state === 'undelivered') context.metrics.listed(query.state, turns.length);
+  if (query.state === 'stuck' || query.state === 'undelivered') context.metrics.listed(query.state, turns.map((turn) => turn.id));
   return jsonResponse(200, { turns: turns.map(operatorTurn) } satisfies OperatorListAnswer);
 }
 

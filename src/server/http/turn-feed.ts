@@ -160,6 +160,8 @@ export class TurnFeed {
       await this.#demand();
       if (signal.aborted) break;
       const page = await log.read(this.turnId, this.#head, PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
+      // Events and none of them turn.end: the turn was live a moment ago, the wait below notices what comes next.
+      const justRead = page.events.length > 0;
       if (page.events.length > 0) {
         this.#add(page.events);
         if (page.hasMore) continue;
@@ -171,7 +173,7 @@ export class TurnFeed {
         this.#notify();
       }
       if (signal.aborted || this.#endSeq !== undefined || this.#gone) break;
-      await log.waitForEvents(this.turnId, this.#head, { signal, timeoutMs: this.#heartbeatMs });
+      await log.waitForEvents(this.turnId, this.#head, { signal, timeoutMs: this.#heartbeatMs, justRead });
       waited = true;
     }
   }

@@ -51,6 +51,7 @@ export async function followTurn(context: HandlerContext, request: Request, url:
   const turn = await visibleTurn(context, turnId, principal);
   checkNotAhead(after, turn);
   if (isEnded(turn) && after >= turn.lastSeq) return new Response(null, { status: 204 });
+  if (after > 0 && !isEnded(turn)) context.metrics.resumed();
   const { log, feeds, retryMs, heartbeatMs } = context;
   const body = createFollowStream({ log, feeds, turnId, after, retryMs, signal: request.signal });
   return new Response(body, {

@@ -134,6 +134,19 @@ export interface EventPage {
   hasMore: boolean;
 }
 
+/** Options of {@link TurnLog.waitForEvents}. */
+export interface WaitOptions {
+  signal: AbortSignal;
+  timeoutMs: number;
+  /**
+   * True when the caller read the log up to `after` a moment ago and its last event was
+   * not `turn.end`: anything newer, the end included, is then an event the wait itself
+   * notices, so a store may skip its own look at the turn first (one round trip less per
+   * wake on Redis). Default false.
+   */
+  justRead?: boolean;
+}
+
 /**
  * The server-side buffer a turn is produced into and read back from. The in-memory
  * implementation serves one process; the Redis Streams one serves many instances.
@@ -173,7 +186,7 @@ export interface TurnLog {
    * already has), or the turn ends, or `signal` aborts (then resolves, never rejects),
    * or `timeoutMs` passes. The handler's live follow loop is built on this.
    */
-  waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void>;
+  waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<void>;
   /** A conversation's turns visible to `principal`, newest first. */
   listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]>;
   /** Reads an idempotency record (scoped by principal). */

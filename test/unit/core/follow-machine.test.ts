@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY_POLICY } from '../../../src/core/backoff.js';
-import { initialFollowState, stallLimitMs, transition } from '../../../src/core/follow-machine.js';
+import { keyOf, NEXT_PHASES, ruleFor, initialFollowState, stallLimitMs, transition } from '../../../src/core/follow-machine.js';
+import { connectionOf, retryAtOf, statusOf } from '../../../src/core/follow-state.js';
 import type { FollowEnv, FollowInput, FollowState, TimerName } from '../../../src/core/follow-types.js';
 import { ProtocolError, TransportError } from '../../../src/errors.js';
 
@@ -33,8 +34,13 @@ class World {
 
   send(input: FollowInput): void {
     this.log.push(input.kind);
+    const before = this.state.phase;
+    const rule = ruleFor(before, keyOf(input));
     const { state, effects } = transition(this.state, input, this.env());
     this.state = state;
+    // The table's `to` (what docs/architecture.md shows) holds for every transition taken.
+    const allowed = (rule?.to ?? ['=']).flatMap((target) => (target === '=' ? [before] : target === 'next' ? NEXT_PHASES : [target]));
+    expect(allowed, `${before} --${keyOf(input)}--> ${state.phase} is not in the table`).toContain(state.phase);
     for (const effect of effects) {
       switch (effect.kind) {
         case 'open-stream':
@@ -72,14 +78,17 @@ class World {
 
   /** Every state that is not terminal waits on something that will come. */
   checkInvariants(): void {
-    const { phase, following } = this.state;
+    const { phase } = this.state;
+    // What the app sees follows from the phase.
+    expect(connectionOf(this.state) === 'open').toBe(phase === 'streaming');
+    expect(retryAtOf(this.state) !== undefined).toBe(phase === 'waiting');
+    expect(['complete', 'failed', 'cancelled'].includes(statusOf(this.state))).toBe(phase === 'done');
     const waitsOn = [this.main && 'request', this.timers.size && 'timer', this.verifying && 'verify'].filter(Boolean);
     if (phase === 'done' || phase === 'idle') {
       expect(this.main, `${phase} with a request out`).toBeUndefined();
       expect([...this.timers.keys()].filter((t) => t !== 'alongside' || !this.alongside), `${phase} with timers`).toEqual([]);
       return;
     }
-    expect(following).toBe(true);
     // Offline waits for `online` (an external wake), nothing else.
     if (phase === 'offline') return;
     expect(waitsOn.length, `${phase} waits on nothing (${this.log.join(' → ')})`).toBeGreaterThan(0);
@@ -122,8 +131,8 @@ const MOVES: Record<string, Move> = {
   alongsidePage: (w, pick) => (w.alongside ? () => ((w.alongside = false), w.send({ kind: 'page', slot: 'alongside', applied: 1, more: pick % 3 === 0 })) : undefined),
   alongsideFails: (w) => (w.alongside ? () => ((w.alongside = false), w.send({ kind: 'failed', slot: 'alongside', failure: retry() })) : undefined),
   noContent: (w) => (w.main === 'stream' && !w.mainOpened ? () => ((w.main = undefined), w.send({ kind: 'no-content' })) : undefined),
-  gap: (w) => (w.state.following && w.state.phase !== 'done' ? () => w.send({ kind: 'gap' }) : undefined),
-  ended: (w) => (w.state.following && w.state.phase !== 'done' && !w.state.ended ? () => w.send({ kind: 'ended' }) : undefined),
+  gap: (w) => (w.state.phase !== 'idle' && w.state.phase !== 'done' ? () => w.send({ kind: 'gap' }) : undefined),
+  ended: (w) => (w.state.phase !== 'idle' && w.state.phase !== 'done' && w.state.seen !== 'end' ? () => w.send({ kind: 'ended' }) : undefined),
   verified: (w, pick) =>
     w.verifying ? () => ((w.verifying = false), w.send({ kind: 'verified', matches: pick % 3 !== 0, status: 'complete', expectedLength: 1, actualLength: 1 })) : undefined,
   timer: (w, pick) => {
@@ -143,7 +152,15 @@ const MOVES: Record<string, Move> = {
   },
   start: (w, pick) => () => w.send({ kind: 'start', replayFirst: pick % 2 === 0 }),
   revive: (w) => () => w.send({ kind: 'revive' }),
+  rebuild: (w) => () => w.send({ kind: 'rebuild' }),
 };
+
+/** The state of a finished turn (fails the test when it is not). */
+function finished(world: World): Extract<FollowState, { phase: 'done' }> {
+  const { state } = world;
+  if (state.phase !== 'done') throw new Error(`not done: ${state.phase}`);
+  return state;
+}
 
 /** A main request aborted by the machine is gone from the model too (done in `send`); a verify dropped by `close` likewise. */
 function step(world: World, name: string, pick: number): void {
@@ -177,10 +194,10 @@ describe('the follower machine, model-based', () => {
         world.send({ kind: 'start', replayFirst });
         // Nothing ever answers: only the timers fire (the stall watchdog, the backoff).
         for (let i = 0; i < 1000 && world.state.phase !== 'done'; i++) world.fire([...world.timers.keys()][0]!);
-        expect(world.state.phase).toBe('done');
-        expect(world.state.status).toBe('failed');
-        expect(world.state.error?.code).toBe('retry_exhausted');
-        expect(world.state.revivable).toBe(true);
+        const done = finished(world);
+        expect(done.status).toBe('failed');
+        expect(done.error?.code).toBe('retry_exhausted');
+        expect(done.revivable).toBe(true);
         // Within the budget: the first stall and the first hung replay come before the budget's clock
         // starts (at the first counted failure); the give-up comes at most one more watchdog past it.
         expect(world.now - started).toBeLessThanOrEqual(POLICY.maxElapsedMs + 3 * 15_000);
@@ -196,13 +213,14 @@ describe('the follower machine, model-based', () => {
       if (world.main) world.failMain(retry());
       else world.fire('retry');
     }
-    expect(world.state.error?.code).toBe('retry_exhausted');
+    expect(finished(world).error?.code).toBe('retry_exhausted');
     world.send({ kind: 'revive' });
     expect(world.state.backoff.attempt).toBe(0);
     expect(world.main).toBe('page');
     world.failMain(retry());
     expect(world.state.phase).toBe('waiting');
-    expect(world.state.status).not.toBe('failed');
+    // The revived turn replays first: its retry shows as the replay it is.
+    expect(statusOf(world.state)).toBe('recovering');
   });
 
   it('a replay page that hangs counts against the budget (no endless replays)', () => {
@@ -213,13 +231,13 @@ describe('the follower machine, model-based', () => {
       if (world.main === 'page') replays++;
       world.fire(world.timers.has('retry') ? 'retry' : 'stall');
     }
-    expect(world.state.error?.code).toBe('retry_exhausted');
+    expect(finished(world).error?.code).toBe('retry_exhausted');
     expect(replays).toBeLessThan(50);
   });
 
   it('sizes the watchdog from the announced heartbeat unless the app set its own', () => {
     const env = (idleMs?: number): FollowEnv => ({ now: 0, random: 0, config: { retry: POLICY, idleMs } });
-    const live = { ...initialFollowState(), hasEvents: true };
+    const live = { ...initialFollowState(), seen: 'events' as const };
     expect(stallLimitMs(live, env())).toBe(25_000);
     expect(stallLimitMs({ ...live, heartbeatMs: 3000 }, env())).toBe(7500);
     expect(stallLimitMs({ ...live, heartbeatMs: 100 }, env())).toBe(2000);

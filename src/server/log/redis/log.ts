@@ -29,6 +29,7 @@ import {
   type TurnLog,
   type DeliveryOutcome,
   type StopRequest,
+  type WaitOptions,
 } from '../turn-log.js';
 
 /** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
@@ -139,14 +140,16 @@ export class RedisTurnLog implements TurnLog {
    * lease is only looked at when a wait passed with nothing new (at most a third of a
    * lease): then a lapsed one ends the turn here (`producer_lost`).
    */
-  async waitForEvents(turnId: string, after: number, options: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
+  async waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<void> {
     const { signal, timeoutMs } = options;
     const keys = this.#ctx.keys.turn(turnId);
     const deadline = Date.now() + timeoutMs;
     const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
     const client = await this.#ctx.connection.client();
-    const [lastSeq, endedAt] = await client.hmget(keys.turn, 'lastSeq', 'endedAt');
-    if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
+    if (options.justRead !== true) {
+      const [lastSeq, endedAt] = await client.hmget(keys.turn, 'lastSeq', 'endedAt');
+      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
+    }
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0 || signal.aborted || this.#closed) return;

@@ -1,0 +1,104 @@
+/**
+ * One server under measurement, in its own process so its CPU (`process.cpuUsage`,
+ * answered on `GET /cpu`) is its own: `MODE=memory` or `MODE=redis` (with `REDIS_URL`)
+ * is the Lifeline reference server under `/api`; `MODE=raw` is the baseline, a plain
+ * Node SSE server that produces the same events and writes each one, serialised once,
+ * to every follower. Both produce at the same pace: two 16-character deltas every
+ * `TICK_MS` (default 10), as many as the submitted content says. Prints `{"port":N}`
+ * once it listens. Used by bench/server-path.ts.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { createLifelineHandler } from '../../src/server/http/handler.js';
+import { createMemoryTurnLog } from '../../src/server/log/memory/index.js';
+import { createRedisTurnLog } from '../../src/server/log/redis/index.js';
+import { toNodeListener } from '../../src/server/node/index.js';
+import type { TurnLog } from '../../src/server/log/turn-log.js';
+
+const env = process.env;
+const mode = env['MODE'] ?? 'memory';
+const tickMs = Number(env['TICK_MS'] ?? 10);
+/** 16 characters, different per delta so nothing can be cached by content. */
+const deltaText = (n: number): string => `d${String(n).padStart(14, '0')} `;
+
+/** Two deltas per tick, paced against the start so a busy loop does not stretch the turn. */
+async function* paced(count: number): AsyncGenerator<string> {
+  const start = performance.now();
+  for (let n = 0; n < count; n += 2) {
+    const wait = start + (n / 2 + 1) * tickMs - performance.now();
+    if (wait > 0) await delay(wait);
+    yield deltaText(n);
+    if (n + 1 < count) yield deltaText(n + 1);
+  }
+}
+
+function cpu(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(process.cpuUsage()));
+}
+
+function lifeline(): (req: IncomingMessage, res: ServerResponse) => void {
+  const log: TurnLog = mode === 'redis' ? createRedisTurnLog({ url: env['REDIS_URL'] ?? '', keyPrefix: `bench${process.pid}:` }) : createMemoryTurnLog();
+  const handler = createLifelineHandler({
+    store: log,
+    basePath: '/api',
+    maxLiveTurns: 100_000,
+    onError: (error) => console.error('[server-child]', error),
+    agent: async function* ({ content }) {
+      for await (const text of paced(Number(content))) yield { type: 'delta', text };
+    },
+  });
+  return toNodeListener(handler);
+}
+
+interface RawTurn {
+  frames: string[];
+  ended: boolean;
+  followers: Set<ServerResponse>;
+}
+
+/** The baseline: what a hand-written SSE endpoint does, nothing more (no log, no resume, no checks). */
+function raw(): (req: IncomingMessage, res: ServerResponse) => void {
+  const turns = new Map<string, RawTurn>();
+  let ids = 0;
+  async function produce(turnId: string, turn: RawTurn, count: number): Promise<void> {
+    let seq = 0;
+    const push = (type: string, body: object): void => {
+      seq++;
+      const frame = `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify({ turnId, seq, type, ...body })}\n\n`;
+      turn.frames.push(frame);
+      for (const res of turn.followers) res.write(frame);
+    };
+    push('turn.start', { messageId: 'm', conversationId: 'c', createdAt: new Date().toISOString() });
+    let length = 0;
+    for await (const text of paced(count)) {
+      length += text.length;
+      push('delta', { text });
+    }
+    push('turn.end', { status: 'complete', textLength: length });
+    turn.ended = true;
+    for (const res of turn.followers) res.end();
+  }
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://raw');
+    if (req.method === 'POST' && url.pathname === '/turns') {
+      const turnId = `raw${++ids}`;
+      const turn: RawTurn = { frames: [], ended: false, followers: new Set() };
+      turns.set(turnId, turn);
+      void produce(turnId, turn, Number(url.searchParams.get('deltas') ?? 0));
+      return void res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ turnId }));
+    }
+    const turn = turns.get(/^\/turns\/([^/]+)\/events$/.exec(url.pathname)?.[1] ?? '');
+    if (!turn) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+    res.write(turn.frames.join(''));
+    if (turn.ended) return void res.end();
+    turn.followers.add(res);
+    res.on('close', () => turn.followers.delete(res));
+  };
+}
+
+const listener = mode === 'raw' ? raw() : lifeline();
+const server = createServer((req, res) => (req.url === '/cpu' ? cpu(res) : listener(req, res)));
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`));

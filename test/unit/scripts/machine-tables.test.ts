@@ -1,0 +1,31 @@
+/**
+ * docs/architecture.md shows the client's state machines as generated from their tables in
+ * `src/`: this fails when the doc differs from the code (run `npm run docs:tables`).
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { renderInto, sections } from '../../../scripts/machine-tables.js';
+
+const doc = readFileSync(new URL('../../../docs/architecture.md', import.meta.url), 'utf8');
+
+describe('the generated machine tables in docs/architecture.md', () => {
+  it('match the tables in the code (npm run docs:tables rewrites them)', () => {
+    expect(renderInto(doc), 'docs/architecture.md is stale: run `npm run docs:tables`').toBe(doc);
+  });
+
+  it('a hand edit inside a generated section is caught', () => {
+    const [first] = sections();
+    const begin = `<!-- generated:${first!.name} -->`;
+    const edited = doc.replace(begin, `${begin}\n| a row written by hand |`);
+    expect(renderInto(edited)).not.toBe(edited);
+    expect(renderInto(edited)).toBe(doc);
+  });
+
+  it('names the follower phase every input may lead to, in every phase', () => {
+    const follower = sections().find((section) => section.name === 'follower')!.markdown;
+    // One header, one rule, one row per input; each row has a cell per phase.
+    const rows = follower.split('\n').slice(2);
+    for (const row of rows) expect(row.split('|').length).toBe(follower.split('\n')[0]!.split('|').length);
+    expect(follower).toContain('| opened | · | · | · | `streaming` |');
+  });
+});
