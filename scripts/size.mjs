@@ -56,6 +56,8 @@ export const BUDGETS = {
   // Type-only imports of `ai`: none of its code is in this entry.
   'lifeline/ai-sdk': 4.5 * KB,
   'lifeline/ai-sdk/react': 1 * KB,
+  // Not a size budget: proof that production builds drop the panel (its development build has no budget).
+  'lifeline/devtools (production build)': 0.25 * KB,
 };
 
 /** Product targets printed beside the enforced budgets (min+gz bytes). */
@@ -111,6 +113,15 @@ function entries() {
       external: ['react', 'ai', 'lifeline'],
       plugins: [keepInside(join(dist, 'ai-sdk', 'react'), 'lifeline/ai-sdk')],
     },
+    // The panel as a development build bundles it, and what a production build keeps of it (nothing but a no-op).
+    ...['development', 'production'].map((mode) => ({
+      name: `lifeline/devtools (${mode} build)`,
+      file: 'devtools/index.js',
+      platform: 'browser',
+      external: ['react', 'react-dom', 'lifeline'],
+      plugins: [keepInside(join(dist, 'devtools'), 'lifeline')],
+      define: { 'process.env.NODE_ENV': JSON.stringify(mode) },
+    })),
     { name: 'lifeline/server (without zod)', file: 'server/index.js', platform: 'node', external: ['zod'] },
   ];
 }
@@ -142,6 +153,7 @@ export async function measureBundleSizes() {
       legalComments: 'none',
       external: entry.external.flatMap((name) => [name, `${name}/*`]),
       plugins: entry.plugins ?? [],
+      define: entry.define ?? {},
       metafile: true,
     });
     const code = result.outputFiles[0].contents;

@@ -219,9 +219,10 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertUsable();
       assertId('turnId', turnId);
       if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
-      const applied = followers.get(turnId)?.drill(drill) ?? false;
-      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied });
-      return applied;
+      const run = followers.get(turnId)?.drill(drill);
+      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied: !!run });
+      run?.();
+      return !!run;
     },
     async clearStorage() {
       assertUsable();

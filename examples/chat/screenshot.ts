@@ -1,7 +1,7 @@
 /**
  * Regenerates `docs/screenshot.png`: the example app in headless Chromium after a plain
  * answer in one conversation and, in another, a weather answer (a reasoning part and a
- * tool call) and a `propose_personas` turn whose stream is cut mid-answer (so the recovery chip and the diagnostics log have something to show).
+ * tool call) and a `propose_personas` turn whose stream is cut mid-answer (so the recovery chip and the devtools panel have something to show).
  *
  *   npm run build && npx tsx examples/chat/screenshot.ts [output.png]
  *

@@ -1,93 +1,103 @@
 /**
  * The follower's requests, one per effect of its machine: a stream attempt, a replay page,
- * the integrity check. Each runs under the effect runner's slot, and its result comes back
- * to the machine as an input only while that request is still the slot's current one.
+ * the integrity check, and `turn.cancel()`. Each runs under the effect runner's slot and
+ * answers the input its end means for the machine, or `undefined` once it is no longer its
+ * slot's current request (a stale answer changes nothing). What a request brings along the
+ * way (the stream opening, each event) goes to the follower's sinks; the follower alone
+ * dispatches, stores, shows and relays.
  */
+import type { Source } from '../core/event-placement.js';
+import type { Failure } from '../core/failure-policy.js';
 import type { FollowInput, RequestSlot } from '../core/follow-types.js';
-import { turnText } from '../core/turn-reducer.js';
-import { decodeEvent, DEFAULT_MAX_EVENT_SIZE } from '../protocol/decode.js';
+import { turnText, type TurnState } from '../core/turn-reducer.js';
+import { DEFAULT_MAX_EVENT_SIZE, type DecodeResult } from '../protocol/decode.js';
+import { cancelAnswerSchema } from '../protocol/schemas.js';
+import { deadline } from '../runtime/deadline.js';
+import { requestJson } from '../transport/http.js';
 import { streamLimitsFor } from '../transport/sse-connection.js';
-import type { TurnShare } from '../tabs/turn-share.js';
 import type { EffectRunner } from './effect-runner.js';
-import type { TurnIntake } from './intake.js';
 import { verifyText } from './integrity.js';
 import { fetchReplayPage } from './replay-page.js';
 import { runStreamAttempt } from './sse-attempt.js';
 import type { FollowerDeps } from './types.js';
 
-/** What the requests need from their follower. */
+/** What the requests read of their follower, and where what they bring goes. */
 export interface RequestHost {
   readonly id: string;
   readonly path: string;
   readonly deps: FollowerDeps;
   readonly runner: EffectRunner;
-  readonly intake: TurnIntake;
-  share(): TurnShare | undefined;
-  dispatch(input: FollowInput): void;
-  /** Stamps the time the request in flight last made a sound (the stall watchdog reads it). */
-  heard(): void;
-  /** The stream attempt of `signal` was made deaf by a `stall` drill: what it sends is ignored. */
-  deaf(signal: AbortSignal): boolean;
-  /** Runs `apply` (the hot path); a throw there is a bug: the turn ends failed (follower.ts `#crash`). */
-  guarded<T>(apply: () => T): T | undefined;
+  /** The turn so far (the cursor every request starts from). */
+  turn(): TurnState;
+  /** A new attempt of the main loop starts (its first event is progress again). */
+  beginAttempt(): void;
+  /** The stream answered 200. */
+  opened(input: Extract<FollowInput, { kind: 'opened' }>): void;
+  /** One SSE message of the stream of `signal` (`undefined`: a heartbeat). */
+  message(signal: AbortSignal, data: string | undefined): Failure | void;
+  /** One decoded event; answers why the path that brought it must stop, if it must. */
+  take(decoded: DecodeResult, from: Source): Failure | void;
 }
 
 /** One stream attempt from the last applied seq (the only cursor trusted). */
-export function openStream(host: RequestHost, attempt: number): void {
-  const { deps, intake, runner, id } = host;
+export async function openStream(host: RequestHost, attempt: number): Promise<FollowInput | undefined> {
+  const { deps, runner, id } = host;
   const controller = runner.begin('main');
-  const lastEventId = intake.turn.lastSeq;
-  intake.beginAttempt();
-  const { limits } = deps;
+  const lastEventId = host.turn().lastSeq;
+  host.beginAttempt();
   deps.emit({ type: 'connect', at: deps.clock.wallNow(), turnId: id, attempt, lastEventId });
-  void runStreamAttempt({
+  const end = await runStreamAttempt({
     ...deps,
     path: host.path,
     lastEventId,
-    limits: streamLimitsFor(limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE),
+    limits: streamLimitsFor(deps.limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE),
     signal: controller.signal,
-    onOpen: (heartbeatMs) => host.dispatch({ kind: 'opened', lastEventId, heartbeatMs }),
-    onMessage: (data) => {
-      if (host.deaf(controller.signal)) return;
-      host.heard();
-      // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
-      if (data === undefined) return host.share()?.relay();
-      return host.guarded(() => intake.take(decodeEvent(data, limits, id), 'stream', data));
-    },
-  }).then((end) => {
-    if (!runner.current('main', controller)) return;
-    if (end.kind === 'no-content') host.dispatch({ kind: 'no-content' });
-    else if (end.kind === 'failed') host.dispatch({ kind: 'failed', slot: 'main', failure: end.failure, closed: end.closed });
+    onOpen: (heartbeatMs) => host.opened({ kind: 'opened', lastEventId, heartbeatMs }),
+    onMessage: (data) => host.message(controller.signal, data),
   });
+  if (!runner.current('main', controller)) return undefined;
+  if (end.kind === 'no-content') return { kind: 'no-content' };
+  if (end.kind === 'failed') return { kind: 'failed', slot: 'main', failure: end.failure, closed: end.closed };
+  return undefined;
 }
 
 /** One page of the log after the last applied seq, for the main loop or `recover()`. */
-export function fetchPage(host: RequestHost, slot: RequestSlot): void {
-  const { deps, intake, runner } = host;
+export async function fetchPage(host: RequestHost, slot: RequestSlot): Promise<FollowInput | undefined> {
+  const { deps, runner } = host;
   const controller = runner.begin(slot);
-  if (slot === 'main') intake.beginAttempt();
-  void fetchReplayPage({
+  if (slot === 'main') host.beginAttempt();
+  const result = await fetchReplayPage({
     ...deps,
     signal: controller.signal,
     path: host.path,
     turnId: host.id,
-    lastSeq: () => intake.turn.lastSeq,
+    lastSeq: () => host.turn().lastSeq,
     maxEventSize: deps.limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE,
-    take: (decoded) => host.guarded(() => intake.take(decoded, 'replay')),
-    ended: () => intake.turn.phase === 'ended',
-  }).then((result) => {
-    if (!runner.current(slot, controller)) return;
-    host.dispatch('more' in result ? { kind: 'page', slot, ...result } : { kind: 'failed', slot, failure: result });
+    take: (decoded) => host.take(decoded, 'replay'),
+    ended: () => host.turn().phase === 'ended',
   });
+  if (!runner.current(slot, controller)) return undefined;
+  return 'more' in result ? { kind: 'page', slot, ...result } : { kind: 'failed', slot, failure: result };
 }
 
 /** Checks the ended turn's text against `turn.end` (length, then SHA-256). */
-export function verifyTurn(host: RequestHost): void {
-  const { deps, intake } = host;
-  const end = intake.turn.end!;
-  const text = turnText(intake.turn);
-  void verifyText(text, end).then(({ matches, unchecked }) => {
-    if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.clock.wallNow(), turnId: host.id });
-    host.dispatch({ kind: 'verified', matches, status: end.status, expectedLength: end.textLength, actualLength: text.length });
-  });
+export async function verifyTurn(host: RequestHost): Promise<FollowInput> {
+  const { deps } = host;
+  const turn = host.turn();
+  const end = turn.end!;
+  const text = turnText(turn);
+  const { matches, unchecked } = await verifyText(text, end);
+  if (unchecked) deps.emit({ type: 'integrity-unchecked', at: deps.clock.wallNow(), turnId: host.id });
+  return { kind: 'verified', matches, status: end.status, expectedLength: end.textLength, actualLength: text.length };
+}
+
+/** `turn.cancel()`: one request, bounded by `requestTimeoutMs`; rejects `disposed` as soon as the client is. */
+export async function cancelTurn(deps: FollowerDeps, path: string): Promise<void> {
+  const { signal, timers, requestTimeoutMs } = deps;
+  signal.throwIfAborted();
+  const limit = deadline(timers, requestTimeoutMs, signal);
+  const answer = await requestJson({ ...deps, signal: limit.signal }, 'POST', path + '/cancel', cancelAnswerSchema, 100_000);
+  limit.clear();
+  signal.throwIfAborted();
+  if (!answer.ok) throw answer.failure.error;
 }

@@ -85,8 +85,11 @@ export interface TurnFollower extends Turn {
    * over from a failed one is.
    */
   replayAlongside(): Promise<void>;
-  /** `client.drill`: sets the fault off when it fits the turn's state; answers whether it did. */
-  drill(drill: DrillKind): boolean;
+  /**
+   * `client.drill`: answers how to set the fault off when it fits the turn's state, else
+   * `undefined` (the client says the drill before running it, so a timeline reads in order).
+   */
+  drill(drill: DrillKind): (() => void) | undefined;
   /** The browser went online or offline: online retries at once. */
   onNetwork(online: boolean): void;
   /** The page came back from a freeze (`resume`): an open stream may have gone deaf. */

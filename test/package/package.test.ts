@@ -100,9 +100,9 @@ describe('the packed package', () => {
 
   it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
     const manifest = installedManifest(apps.app);
-    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
+    expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './devtools', './devtools/production', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance'];",
+      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance', 'lifeline/devtools', 'lifeline/devtools/production'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -122,6 +122,8 @@ describe('the packed package', () => {
     expect(names['lifeline/ai-sdk/react']).toEqual(['useInitialMessages']);
     expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
     expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
+    expect(names['lifeline/devtools']).toEqual(['LifelineDevtools']);
+    expect(names['lifeline/devtools/production']).toEqual(['LifelineDevtools']);
   });
 
   it('loads every entry with require() where Node allows require(esm), ERR_REQUIRE_ESM before; no entry is import-only', async () => {
@@ -161,7 +163,7 @@ describe('the packed package', () => {
     expect(packed!.files).not.toContain('dist/.sources-sha256');
   });
 
-  it.each([['react'], ['ai-sdk/react']])('starts every built file of lifeline/%s with "use client"', (entry) => {
+  it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline/%s with "use client"', (entry) => {
     const dir = installed('dist', ...entry.split('/'));
     const files = readdirSync(dir).filter((name) => name.endsWith('.js'));
     expect(files).toContain('index.js');

@@ -39,6 +39,7 @@ function appIsFresh(outDir: string): boolean {
     newest(join(exampleDir, 'support.html')),
     newest(join(packageDist, 'react')),
     newest(join(packageDist, 'ai-sdk')),
+    newest(join(packageDist, 'devtools')),
     newest(join(packageDist, 'index.js')),
   );
   return statSync(built).mtimeMs >= inputs;

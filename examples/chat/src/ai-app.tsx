@@ -5,7 +5,7 @@ import { AiChat } from './ai-chat.js';
 import { ToolsPanel, useAutoLocate } from './ai-tools.js';
 import { ConversationNav, TopBar } from './chrome.js';
 import { AI_CONVERSATIONS, useConversationList } from './conversations.js';
-import { DiagnosticsPanel } from './diagnostics-panel.js';
+import { Devtools } from './devtools.js';
 import { FaultLab } from './fault-lab.js';
 
 /** The AI SDK page: `useChat` from `@ai-sdk/react` with `createChatTransport(client)`. */
@@ -35,7 +35,7 @@ export function AiApp({ transport }: { transport: LifelineChatTransport }) {
       <aside className="side">
         <ToolsPanel autoLocate={autoLocate} onAutoLocate={setAutoLocate} />
         <FaultLab />
-        <DiagnosticsPanel />
+        <Devtools />
       </aside>
     </div>
   );

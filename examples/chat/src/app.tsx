@@ -3,7 +3,7 @@ import { useCallback } from 'react';
 import { ConversationNav, TopBar } from './chrome.js';
 import { Composer } from './composer.js';
 import { HOOKS_CONVERSATIONS, useConversationList } from './conversations.js';
-import { DiagnosticsPanel } from './diagnostics-panel.js';
+import { Devtools } from './devtools.js';
 import { FaultLab } from './fault-lab.js';
 import { MessageList } from './messages.js';
 
@@ -32,7 +32,7 @@ export function App() {
 
       <aside className="side">
         <FaultLab />
-        <DiagnosticsPanel />
+        <Devtools />
       </aside>
     </div>
   );

@@ -62,6 +62,9 @@ describe('client.drill', () => {
     const [disconnect] = r.followed.ofType('disconnect');
     expect(disconnect?.cause.message).toBe('Cut by client.drill.');
     expect(r.followed.ofType('drill')).toEqual([expect.objectContaining({ turnId: r.turnId, drill: 'cut', applied: true })]);
+    // Said before what it causes, so a timeline reads in order.
+    const types = r.followed.diagnostics.map((d) => d.type);
+    expect(types.indexOf('drill')).toBeLessThan(types.indexOf('disconnect'));
     await expect.poll(() => r.proxy.requests.filter(isStreamRequest).length).toBe(2);
     expect(r.proxy.requests.filter(isStreamRequest)[1]?.headers['last-event-id']).toBe('2');
 

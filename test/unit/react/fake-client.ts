@@ -84,6 +84,10 @@ export interface FakeClient extends LifelineClient {
   /** Handles created by `turn(id)`: one per id means one connection per id. */
   readonly turnsOpened: Map<string, FakeTurn>;
   readonly conversationsOpened: Map<string, FakeConversation>;
+  /** `turns`, writable by the test. */
+  readonly turnList: WritableStore<readonly TurnSnapshot[]>;
+  /** The snapshot behind `outbox`, writable by the test. */
+  readonly outboxEntries: WritableStore<readonly OutboxEntry[]>;
   /** Every `drill(turnId, drill)` call, in order (each answers true). */
   readonly drills: [string, DrillKind][];
   readonly turnCalls: number;
@@ -160,6 +164,7 @@ export function createFakeClient(): FakeClient {
   const storage = writableStore<StorageStatus>({ state: 'opening', kind: 'memory' });
   const outboxStore = writableStore<readonly OutboxEntry[]>([]);
   const drills: [string, DrillKind][] = [];
+  const turnList = writableStore<readonly TurnSnapshot[]>([]);
   let turnCalls = 0;
   let conversationCalls = 0;
   return {
@@ -187,7 +192,9 @@ export function createFakeClient(): FakeClient {
       if (!conversation) conversationsOpened.set(id, (conversation = fakeConversation(id)));
       return conversation;
     },
-    turns: writableStore<readonly TurnSnapshot[]>([]),
+    turns: turnList,
+    turnList,
+    outboxEntries: outboxStore,
     outbox: fakeOutbox(outboxStore, []),
     diagnostics: {
       subscribe(listener) {
