@@ -2,7 +2,7 @@ import { defineConfig } from '@playwright/test';
 import { CHROMIUM_FLAGS, chromiumExecutable as executablePath } from './test/chromium.js';
 
 export default defineConfig({
-  testMatch: ['test/browser/**/*.spec.ts', 'examples/chat/e2e/**/*.spec.ts'],
+  testMatch: ['test/browser/**/*.spec.ts', 'examples/chat/e2e/**/*.spec.ts', 'examples/next/e2e/**/*.spec.ts'],
   timeout: 60_000,
   expect: { timeout: 15_000 },
   fullyParallel: false,

@@ -14,7 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startBenchServer, type BenchServer } from './lib/bench-server.js';
 import { chromiumVersion } from './lib/chromium.js';
+import { benchDeliveryLatency, deliveryLatencyReport } from './delivery-latency.js';
 import { benchMemory, memoryReport } from './memory.js';
+import { benchOperatorListing, operatorListingReport } from './operator-listing.js';
 import { benchPausedReaders, pausedReadersReport } from './paused-readers.js';
 import { benchResume, resumeReport } from './resume.js';
 import { benchScale, scaleReport } from './scale.js';
@@ -99,6 +101,16 @@ const SECTIONS: Section[] = [
     id: 'server',
     title: "The server's fast path against raw SSE and raw Redis (bench/server-path.ts)",
     run: async (_server, log) => serverPathReport(await benchServerPath({ log })),
+  },
+  {
+    id: 'operator',
+    title: 'Operator listing cost with 1 000 and 100 000 turns of other principals (bench/operator-listing.ts)',
+    run: async (_server, log) => operatorListingReport(await benchOperatorListing({ log })),
+  },
+  {
+    id: 'delivery',
+    title: 'Delivery latency: turn.end to receipt in the example app (bench/delivery-latency.ts)',
+    run: async (_server, log) => deliveryLatencyReport(await benchDeliveryLatency({ log })),
   },
   {
     id: 'memory',

@@ -98,7 +98,7 @@ export async function installScratchApps(packed: PackedPackage): Promise<Scratch
     await mustRun('npm', [...install, '--prefer-offline'], app);
   }
   cpSync(app, web, { recursive: true, verbatimSymlinks: true });
-  for (const name of ['react', 'react-dom', '@types/react', '@types/react-dom', '@types/node', 'ioredis', 'ai', '@ai-sdk/react']) {
+  for (const name of ['react', 'react-dom', '@types/react', '@types/react-dom', '@types/node', 'ioredis', 'ai', '@ai-sdk/react', 'next']) {
     const target = join(app, 'node_modules', name);
     mkdirSync(dirname(target), { recursive: true });
     symlinkSync(join(repoModules, name), target, 'dir');

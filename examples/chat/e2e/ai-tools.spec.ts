@@ -21,6 +21,14 @@ async function toolState(page: Page, name: string): Promise<string | undefined> 
 const lastText = async (page: Page): Promise<string> =>
   ((await chatState(page)).messages.at(-1)?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 
+/**
+ * Waits until useChat is ready with a last answer starting `prefix`. A short answer's
+ * `streaming` state may pass between two looks at the page: this waits for what it shows.
+ */
+async function answered(page: Page, prefix: string): Promise<void> {
+  await expect.poll(async () => (await chatState(page)).status === 'ready' && (await lastText(page)).startsWith(prefix)).toBe(true);
+}
+
 test('a client tool answered automatically: onToolCall answers, useChat continues the same message in one continuation', async ({ page, ai }) => {
   const chatId = uniqueConversation();
   await ai.open(page, chatId);
@@ -110,8 +118,7 @@ test('regenerate: a new turn for the same user message replaces its answer', asy
   const chatId = uniqueConversation();
   await ai.open(page, chatId);
   await ask(page, 'Hello');
-  await waitForChat(page, 'streaming');
-  await waitForChat(page, 'ready');
+  await answered(page, 'Hello.');
   await page.getByRole('button', { name: 'Regenerate' }).click();
   const [first, again] = await expectToolChat(ai, page, chatId, ['complete', 'complete']);
   expect(again!.content).toEqual(first!.content);
@@ -150,8 +157,7 @@ test.describe('a long answer (about 5 s), to stop it after a reload', () => {
     await waitForChat(page);
     // A new question answers after any resume would have started; the stopped turn stays as it stopped.
     await ask(page, 'Hello');
-    await waitForChat(page, 'streaming');
-    await waitForChat(page, 'ready');
+    await answered(page, 'Hello.');
     expect(streamRequests(ai.proxy, stopped!.id)).toBe(streams);
     const { messages } = await chatState(page);
     expect(messages).toHaveLength(4);

@@ -6,7 +6,7 @@
  * is repaired inside the stream it reads.
  */
 import { useChat } from '@ai-sdk/react';
-import { lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
+import { getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import type { OutboxEntry, TurnSnapshot } from 'lifeline';
 import type { LifelineChatTransport } from 'lifeline/ai-sdk';
 import { useInitialMessages } from 'lifeline/ai-sdk/react';
@@ -20,6 +20,10 @@ import { Composer } from './composer.js';
 import { Chip, RECOVERY_WORDS, submissionChip, turnChip, useFollowBottom } from './messages.js';
 
 const SUGGESTIONS = ['What is the weather in Bergen?', 'Should I pack an umbrella for Lisbon?', 'Where am I?', 'Transfer 5 to Bob', 'Hello'];
+
+/** A tool call only this page can answer: a client tool without output, or an approval request. */
+const waitsForPage = (part: UIMessage['parts'][number]): boolean =>
+  isToolUIPart(part) && ((getToolName(part) === 'locate' && part.state === 'input-available') || part.state === 'approval-requested');
 
 /** useChat sends the last message again by itself once the page answered its tool calls or approvals: a continuation. */
 const answeredByPage = (options: { messages: UIMessage[] }): boolean =>
@@ -155,6 +159,8 @@ export function AiChat({ chatId, transport, conversation, onFirstMessage, autoLo
 
   const last = messages.at(-1);
   const waiting = busy && last?.role === 'user';
+  // A tool call waits for this page: a new message now would reach the model without its result.
+  const asking = !busy && last?.role === 'assistant' && last.parts.some(waitsForPage);
   return (
     <>
       <section className="messages" ref={scroller} onScroll={onScroll} data-conversation-id={chatId} aria-label="Messages">
@@ -204,8 +210,12 @@ export function AiChat({ chatId, transport, conversation, onFirstMessage, autoLo
           </button>
         )}
       </section>
-      <ChatStatusLine status={status} error={error} last={last} lifeline={lifeline} onStop={onStop} />
-      <Composer onSend={send} busy={busy} placeholder="Ask about the weather — try “What is the weather in Bergen?”" />
+      <ChatStatusLine status={status} error={error} last={last} lifeline={lifeline} onStop={onStop} asking={asking} />
+      <Composer
+        onSend={send}
+        busy={busy || asking}
+        placeholder={asking ? 'Answer the tool call above first: the model waits for it.' : 'Ask about the weather — try “What is the weather in Bergen?”'}
+      />
     </>
   );
 }

@@ -54,8 +54,9 @@ function turnWords(turn: TurnSnapshot, busy: boolean): { tone: Tone; text: strin
   }
 }
 
-function describe(status: ChatStatus, error: Error | undefined, last: UIMessage | undefined, lifeline: LifelineView): { tone: Tone; text: string } {
+function describe(status: ChatStatus, error: Error | undefined, last: UIMessage | undefined, lifeline: LifelineView, asking: boolean): { tone: Tone; text: string } {
   if (status === 'error') return { tone: 'bad', text: `useChat reported an error: ${error?.message ?? 'unknown'}` };
+  if (asking) return { tone: 'warn', text: 'The model waits for your answer to the tool call above. Your answer is saved on this device before it is sent, and counts once.' };
   const busy = status === 'submitted' || status === 'streaming';
   if (last?.role === 'user') {
     const entry = lifeline.submissions.get(last.id);
@@ -73,14 +74,17 @@ export function ChatStatusLine({
   last,
   lifeline,
   onStop,
+  asking = false,
 }: {
   status: ChatStatus;
   error: Error | undefined;
   last: UIMessage | undefined;
   lifeline: LifelineView;
   onStop: () => void;
+  /** A tool call of the last message waits for this page's answer. */
+  asking?: boolean;
 }) {
-  const { tone, text } = describe(status, error, last, lifeline);
+  const { tone, text } = describe(status, error, last, lifeline, asking);
   const busy = status === 'submitted' || status === 'streaming';
   return (
     <div className={`chat-status chat-status-${tone}`} data-chat-status={status} role="status">

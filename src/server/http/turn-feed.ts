@@ -156,10 +156,13 @@ export class TurnFeed {
     const log = this.#log;
     const signal = this.#stop.signal;
     let waited = false;
+    // What the last wait brought along (a store may answer its new events): the next page, without a read.
+    let woken: TurnEvent[] | undefined;
     while (!signal.aborted && this.#endSeq === undefined && !this.#gone) {
       await this.#demand();
       if (signal.aborted) break;
-      const page = await log.read(this.turnId, this.#head, PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
+      const page = woken?.[0]?.seq === this.#head + 1 ? { events: woken, hasMore: false } : await log.read(this.turnId, this.#head, PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
+      woken = undefined;
       // Events and none of them turn.end: the turn was live a moment ago, the wait below notices what comes next.
       const justRead = page.events.length > 0;
       if (page.events.length > 0) {
@@ -173,7 +176,7 @@ export class TurnFeed {
         this.#notify();
       }
       if (signal.aborted || this.#endSeq !== undefined || this.#gone) break;
-      await log.waitForEvents(this.turnId, this.#head, { signal, timeoutMs: this.#heartbeatMs, justRead });
+      woken = (await log.waitForEvents(this.turnId, this.#head, { signal, timeoutMs: this.#heartbeatMs, justRead })) ?? undefined;
       waited = true;
     }
   }

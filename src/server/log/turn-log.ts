@@ -184,9 +184,11 @@ export interface TurnLog {
   /**
    * Resolves as soon as the log has an event with seq > `after` (at once when it
    * already has), or the turn ends, or `signal` aborts (then resolves, never rejects),
-   * or `timeoutMs` passes. The handler's live follow loop is built on this.
+   * or `timeoutMs` passes. The handler's live follow loop is built on this. A store whose
+   * wake-up brings the new events along may answer them (seq `after + 1` on, in order,
+   * a few): the caller then need not read them. Answering nothing is always allowed.
    */
-  waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<void>;
+  waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<TurnEvent[] | void>;
   /** A conversation's turns visible to `principal`, newest first. */
   listTurns(conversationId: string, principal: string, limit: number): Promise<StoredTurn[]>;
   /** Reads an idempotency record (scoped by principal). */

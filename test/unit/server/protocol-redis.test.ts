@@ -15,6 +15,7 @@ import { defineBoundsSuite } from './bounds-suite.js';
 import { defineDeliverySuite } from './delivery-suite.js';
 import { defineContinuationSuite } from './continuation-suite.js';
 import { defineProtocolSuite, type MakeProtocolLog } from './protocol-suite.js';
+import { createFollower } from './seq-follower.js';
 
 let redis: RedisServer;
 let logs = 0;
@@ -138,4 +139,45 @@ defineDeliverySuite('redis turn log', async ({ now }) => {
       await log.close();
     },
   };
+});
+
+describe('following a live turn on Redis', () => {
+  it('reads nothing per event beyond the shared XREAD: the wake-up brings the events along', async () => {
+    // A Redis of its own: nothing else's commands in the counts.
+    const own = await startRedisServer();
+    const log = createRedisTurnLog({ url: own.url });
+    const agent = controlledAgent();
+    const server = await startTestServer({ store: log, agent: agent.agent });
+    const admin = new Redis(own.url);
+    try {
+      const calls = async (command: string): Promise<number> =>
+        Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await admin.info('commandstats'))?.[1] ?? 0);
+      const answer = await submitMessage(server.baseUrl, 'conv-cost', 'follow me');
+      const control = await agent.nextTurn();
+      const followers = [createFollower(answer.turnId), createFollower(answer.turnId), createFollower(answer.turnId)];
+      const following = followers.map((follower) => follower.follow(server.baseUrl));
+      await control.delta('first');
+      await Promise.all(followers.map((follower) => follower.until((events) => events.length >= 2)));
+      const [xrangeBefore, xreadBefore] = [await calls('xrange'), await calls('xread')];
+      const deltas = 20;
+      // One delta at a time, each seen by every follower before the next: a wake per delta.
+      for (let n = 0; n < deltas; n++) {
+        await control.delta(`d${n} `);
+        await Promise.all(followers.map((follower) => follower.until((events) => events.length >= 3 + n)));
+      }
+      // Before, the turn's reader read each wake's events again (XRANGE) after the XREAD woke it.
+      expect((await calls('xrange')) - xrangeBefore).toBeLessThanOrEqual(2);
+      const xreads = (await calls('xread')) - xreadBefore;
+      expect(xreads).toBeGreaterThanOrEqual(deltas);
+      expect(xreads).toBeLessThanOrEqual(2 * deltas + 2);
+      await control.end();
+      expect(await Promise.all(following)).toEqual(['ended', 'ended', 'ended']);
+      for (const follower of followers) expect(follower.applied.map((event) => event.seq)).toEqual(Array.from({ length: deltas + 3 }, (_, i) => i + 1));
+    } finally {
+      admin.disconnect();
+      await server.close();
+      await log.close();
+      await own.stop();
+    }
+  });
 });

@@ -55,6 +55,29 @@ describe('stream waiter (one blocking connection for every follower)', () => {
     expect(errors).toEqual([]);
   });
 
+  it('hands a waiter the entries after its seq that the waking read brought, so its reader need not read them again', async () => {
+    const redisClient = client();
+    const waiter = createStreamWaiter({ client: redisClient, wakeKey: 'w:entries', blockMs: BLOCK_FOREVER, onError: () => undefined });
+    opened.push(waiter);
+    await redisClient.xadd('e:1', '1-0', 'e', 'one');
+    await redisClient.xadd('e:1', '2-0', 'e', 'two');
+    await redisClient.xadd('e:1', '3-0', 'e', 'three');
+    const brought: [string, string[]][][] = [];
+    // Already there: the first read answers at once, with what follows seq 1 only.
+    expect(await waiter.wait('e:1', 1, never(), BLOCK_FOREVER, (entries) => brought.push(entries))).toBe(true);
+    expect(brought).toEqual([
+      [
+        ['2-0', ['e', 'two']],
+        ['3-0', ['e', 'three']],
+      ],
+    ]);
+    // Appended while it waits: the wake carries the new entry.
+    const next = waiter.wait('e:1', 3, never(), BLOCK_FOREVER, (entries) => brought.push(entries));
+    await redisClient.xadd('e:1', '4-0', 'e', 'four');
+    expect(await next).toBe(true);
+    expect(brought[1]).toEqual([['4-0', ['e', 'four']]]);
+  });
+
   it('settles false on abort, on timeout and on close, and never rejects', async () => {
     const redisClient = client();
     const waiter = createStreamWaiter({ client: redisClient, wakeKey: 'w:2', blockMs: BLOCK_FOREVER, onError: () => undefined });

@@ -4,7 +4,7 @@ import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
-import { execAll, isLive, toStoredTurn, type TurnHash } from './codec.js';
+import { execAll, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
 import { openConnection } from './connection.js';
 import type { RedisContext } from './context.js';
 import { ConversationIndex } from './conversations.js';
@@ -14,7 +14,7 @@ import { LeaseKeeper } from './leases.js';
 import { resolveSettings, type RedisTurnLogOptions } from './options.js';
 import { CREATE } from './scripts.js';
 import { createShardWaiter } from './shard-waiter.js';
-import { createStreamWaiter } from './stream-waiter.js';
+import { createStreamWaiter, type StreamEntry } from './stream-waiter.js';
 import { readPage } from './page-read.js';
 import { readTurn, TurnWrites } from './turn-writes.js';
 import {
@@ -35,11 +35,17 @@ import {
 /** Longest single blocking read or idle subscription; the follower loop re-issues it while anyone waits. */
 const BLOCK_MS = 10_000;
 
-/** Wakes followers when their turn's log grows: XREAD on one Redis, sharded pub/sub on a cluster. */
+/**
+ * Wakes followers when their turn's log grows: XREAD on one Redis, sharded pub/sub on a
+ * cluster. The XREAD also hands over the entries it read (`onEntries`); pub/sub carries none.
+ */
 interface Waiter {
-  wait(keys: TurnKeys, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean>;
+  wait(keys: TurnKeys, after: number, signal: AbortSignal, timeoutMs: number, onEntries?: (entries: StreamEntry[]) => void): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** Most event data a wake-up hands back (about one follow chunk); beyond it the caller reads pages. */
+const WOKEN_BYTES = 64 * 1024;
 
 /** The Redis Streams {@link TurnLog}; `createRedisTurnLog` documents the layout. */
 export class RedisTurnLog implements TurnLog {
@@ -136,11 +142,13 @@ export class RedisTurnLog implements TurnLog {
   }
 
   /**
-   * One look at the turn, then the waiter: while events flow that is all it costs. The
-   * lease is only looked at when a wait passed with nothing new (at most a third of a
-   * lease): then a lapsed one ends the turn here (`producer_lost`).
+   * One look at the turn (none after a fresh read: `justRead`), then the waiter: while
+   * events flow that is all it costs, and on one Redis the waiter's XREAD brings the new
+   * events along, answered here so the caller need not read them. The lease is only
+   * looked at when a wait passed with nothing new (at most a third of a lease): then a
+   * lapsed one ends the turn here (`producer_lost`).
    */
-  async waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<void> {
+  async waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<TurnEvent[] | undefined> {
     const { signal, timeoutMs } = options;
     const keys = this.#ctx.keys.turn(turnId);
     const deadline = Date.now() + timeoutMs;
@@ -148,25 +156,27 @@ export class RedisTurnLog implements TurnLog {
     const client = await this.#ctx.connection.client();
     if (options.justRead !== true) {
       const [lastSeq, endedAt] = await client.hmget(keys.turn, 'lastSeq', 'endedAt');
-      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return;
+      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return undefined;
     }
+    let woken: StreamEntry[] | undefined;
+    const onEntries = (entries: StreamEntry[]): void => void (woken = entries);
     for (;;) {
       const remaining = deadline - Date.now();
-      if (remaining <= 0 || signal.aborted || this.#closed) return;
+      if (remaining <= 0 || signal.aborted || this.#closed) return undefined;
       const waiter = await this.#waiterFor();
-      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs))) return;
-      if (signal.aborted || this.#closed) return;
+      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs), onEntries)) return wokenEvents(turnId, after, woken);
+      if (signal.aborted || this.#closed) return undefined;
       // Two reads in one round trip; no MULTI needed, each answer stands on its own.
       const [[seq, ended], leased] = (await execAll(client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
         [string | null, string | null],
         number,
       ];
-      if (seq === null || ended !== null || Number(seq) > after) return;
+      if (seq === null || ended !== null || Number(seq) > after) return undefined;
       if (leased === 0) {
         // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
         const [hash] = await this.#readTurn(turnId);
         if (hash['status'] !== undefined && isLive(hash)) await this.#writes.endLost(toStoredTurn(hash));
-        return;
+        return undefined;
       }
     }
   }
@@ -242,6 +252,23 @@ export class RedisTurnLog implements TurnLog {
     await this.#waiter?.close();
     await this.#ctx.connection.close();
   }
+}
+
+/**
+ * The events a wake-up brought, when they continue right after `after`: as many as fit
+ * in {@link WOKEN_BYTES} (none when the first alone does not; the caller then reads).
+ */
+function wokenEvents(turnId: string, after: number, entries: StreamEntry[] | undefined): TurnEvent[] | undefined {
+  const events: TurnEvent[] = [];
+  let bytes = 0;
+  for (const entry of entries ?? []) {
+    bytes += entry[1][1]?.length ?? 0;
+    if (bytes > WOKEN_BYTES) break;
+    const event = toEvent(turnId, entry);
+    if (event.seq !== after + events.length + 1) break;
+    events.push(event);
+  }
+  return events.length > 0 ? events : undefined;
 }
 
 /** Waits for `work` at most `ms`; its failure or lateness is not the caller's concern. */

@@ -15,17 +15,23 @@ import type { Redis } from 'ioredis';
  * costs no Redis command at all; its key simply drops out of the next `XREAD`.
  *
  * A key whose last follower was just woken stays in the next reads for a moment (from
- * the seq that woke it): the follower reads the new events and waits again from there,
+ * the last seq the waking read brought): the follower takes those entries (or reads the
+ * new events) and waits again from there,
  * which the read in flight already covers, so following a live turn costs no control
  * write per event.
  */
+/** A stream entry as XREAD and XRANGE answer it: `[id, [field, value, …]]`. */
+export type StreamEntry = [string, string[]];
+
 export interface StreamWaiter {
   /**
    * Resolves `true` once the stream `key` holds an entry with seq > `after`
    * (immediately when it already does), `false` when `timeoutMs` passes, `signal`
-   * aborts, the connection fails or the waiter closes. Never rejects.
+   * aborts, the connection fails or the waiter closes. Never rejects. `onEntries`, when
+   * given, receives the entries after `after` that the waking read brought (a few, from
+   * `after + 1` on), so the caller need not read them again.
    */
-  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean>;
+  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number, onEntries?: (entries: StreamEntry[]) => void): Promise<boolean>;
   /** Settles every pending wait with `false` and drops the blocking connection. */
   close(): Promise<void>;
 }
@@ -43,8 +49,8 @@ export interface StreamWaiterOptions {
 
 interface Waiter {
   after: number;
-  /** `seq`: the entry that woke it, if one did. */
-  settle(woken: boolean, seq?: number): void;
+  /** `seq`: the last entry the waking read brought, if one did; `entries`: those after `after`. */
+  settle(woken: boolean, seq?: number, entries?: StreamEntry[]): void;
 }
 
 /** Seq of a stream entry id `<seq>-0`. */
@@ -56,8 +62,14 @@ function seqOf(id: string): number {
 const WAKE_TTL_MS = 60 * 60 * 1000;
 /** How long a key stays watched after its last follower left, ms: enough to read a page and come back. */
 const LINGER_MS = 2000;
+/**
+ * Entries one XREAD brings per stream: what a live turn logged since its reader's last
+ * wake, handed to it so it skips its own read (a few small events as a rule; a bigger
+ * backlog is read by the caller in pages).
+ */
+const ENTRIES_PER_READ = 16;
 
-type XReadReply = [string, [string, string[]][]][] | null;
+type XReadReply = [string, StreamEntry[]][] | null;
 
 export function createStreamWaiter(options: StreamWaiterOptions): StreamWaiter {
   return new BlockingReader(options);
@@ -96,15 +108,16 @@ class BlockingReader implements StreamWaiter {
     this.#clientPrefix = (options.client.options as { keyPrefix?: string }).keyPrefix ?? '';
   }
 
-  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+  wait(key: string, after: number, signal: AbortSignal, timeoutMs: number, onEntries?: (entries: StreamEntry[]) => void): Promise<boolean> {
     if (this.#closed || signal.aborted) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
         after,
-        settle: (woken, seq = 0) => {
+        settle: (woken, seq = 0, entries) => {
           clearTimeout(timer);
           signal.removeEventListener('abort', onAbort);
           this.#remove(key, waiter, seq);
+          if (entries !== undefined && entries.length > 0) onEntries?.(entries);
           resolve(woken);
         },
       };
@@ -182,10 +195,12 @@ class BlockingReader implements StreamWaiter {
         this.#wakeId = (entries[entries.length - 1] as [string, string[]])[0];
         continue;
       }
-      const seq = seqOf(first[0]);
+      const last = seqOf((entries[entries.length - 1] as StreamEntry)[0]);
       // New entries nobody is back for yet: the key's follower will ask from an older seq.
       this.#lingering.delete(key);
-      for (const waiter of [...(this.#byKey.get(key) ?? [])]) if (waiter.after < seq) waiter.settle(true, seq);
+      for (const waiter of [...(this.#byKey.get(key) ?? [])]) {
+        if (waiter.after < last) waiter.settle(true, last, entries.filter(([id]) => seqOf(id) > waiter.after));
+      }
     }
   }
 
@@ -201,7 +216,7 @@ class BlockingReader implements StreamWaiter {
         let reply: XReadReply;
         try {
           const from = keys.map((key) => `${read.get(key) ?? 0}-0`);
-          reply = (await this.#connection.xread('COUNT', 1, 'BLOCK', this.#blockMs, 'STREAMS', this.#wakeKey, ...keys, this.#wakeId, ...from)) as XReadReply;
+          reply = (await this.#connection.xread('COUNT', ENTRIES_PER_READ, 'BLOCK', this.#blockMs, 'STREAMS', this.#wakeKey, ...keys, this.#wakeId, ...from)) as XReadReply;
         } catch (error) {
           this.#inFlight = undefined;
           if (this.#closed) break;

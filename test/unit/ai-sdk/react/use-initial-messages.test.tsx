@@ -29,9 +29,10 @@ const question = (id: string, text: string): UIMessage => ({ id, role: 'user', p
 const textOf = (message: UIMessage): string => message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
 
 /** A handler whose agent answers "Echo: <question>", and fails after its text for a question starting "Fail". */
-function server() {
+function server(errors: unknown[] = []) {
   const handler = createLifelineHandler({
     basePath: '/api',
+    onError: (error) => void errors.push(error),
     agent: uiMessageAgent(async function* ({ message }) {
       const text = textOf(message);
       yield { type: 'start' };
@@ -116,7 +117,8 @@ describe('useInitialMessages', () => {
   });
 
   it('shows a failed turn with its error after a reload', async () => {
-    const page = server();
+    const errors: unknown[] = [];
+    const page = server(errors);
     const store = createMemoryStore();
     const one = mount(page(store), 'chat-failed');
     await screen.findByText('0 messages, ready');
@@ -127,6 +129,8 @@ describe('useInitialMessages', () => {
     const reloaded = mount(page(store), 'chat-failed');
     await screen.findByText('2 messages, error: The model fell over.');
     expect(reloaded.chat().messages.map(textOf)).toEqual(['Fail please', 'Echo: Fail please']);
+    // The server reported the failure once, to its own error channel.
+    expect(errors.map((error) => (error instanceof Error ? error.message : error))).toEqual(['The model fell over.']);
   });
 
   it('throws a load that fails to the error boundary', async () => {
