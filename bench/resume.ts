@@ -3,7 +3,7 @@
  * seeded fault proxy; the proxy resets the stream's socket every few hundred ms (only
  * while the stream is delivering). For each cut: time from the reset to the first
  * event applied from the new connection, next to the delay the client scheduled
- * (its configured backoff floor for a first retry: up to `firstRetryJitterMs`, default 100).
+ * (its configured backoff floor for a first retry: up to `firstRetryJitterMs`, default 20).
  */
 import { isStreamRequest, startFaultProxy } from '../test/fixtures/fault-proxy.js';
 import type { Agent } from '../src/server/producer/agent.js';
@@ -102,7 +102,7 @@ export function resumeReport(result: ResumeResult): string {
   const med = median(latency);
   return [
     `${result.cuts.length} socket resets of a live stream by the fault proxy (${result.missed} not measurable), client defaults ` +
-      '(first reconnect after a healthy stream waits a random 0–100 ms, `retry.firstRetryJitterMs`); the turn ended ' +
+      '(first reconnect after a healthy stream waits a random 0–20 ms, `retry.firstRetryJitterMs`); the turn ended ' +
       `\`${result.status}\`.`,
     '',
     '| ms | median | p95 |',
@@ -112,7 +112,7 @@ export function resumeReport(result: ResumeResult): string {
     `| delay the client scheduled (backoff floor) | ${fixed(median(scheduled))} | ${fixed(quantile(scheduled, 0.95))} |`,
     `| beyond the scheduled delay | ${fixed(median(beyond))} | ${fixed(quantile(beyond, 0.95))} |`,
     '',
-    `**Resume median ${fixed(med)} ms** (target ≤ 100 ms: ${med <= 100 ? 'met' : 'NOT met'}); ` +
+    `**Resume median ${fixed(med)} ms** (target ≤ 20 ms: ${med <= 20 ? 'met' : 'NOT met'}); ` +
       `median ${fixed(median(beyond))} ms beyond the configured backoff.`,
   ].join('\n');
 }

@@ -161,7 +161,7 @@ export function throughputReport(result: ThroughputResult): string {
   lines.push('');
   if (lifeline && lifeline.failure === undefined && fes && fes.failure === undefined) {
     const ratio = lifeline.eventsPerSecond / fes.eventsPerSecond;
-    lines.push(`**Lifeline / raw fetch-event-source = ${fixed(ratio, 2)}** (target ≥ 0.80: ${ratio >= 0.8 ? 'met' : 'NOT met'})`);
+    lines.push(`**Lifeline / raw fetch-event-source = ${fixed(ratio, 2)}** (target ≥ 0.95: ${ratio >= 0.95 ? 'met' : 'NOT met'})`);
   } else {
     lines.push(`**Lifeline / raw fetch-event-source = n/a** (${lifeline?.failure ?? fes?.failure ?? 'missing'})`);
   }

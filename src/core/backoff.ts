@@ -6,7 +6,11 @@ import { LifelineError } from '../errors.js';
 
 /** Retry timing for reconnects, replays and submissions. */
 export interface RetryOptions {
-  /** Random spread of the first reconnect after a healthy connection, ms. Default 100. */
+  /**
+   * Random spread of the first reconnect after a healthy connection, ms. Default 20: a cut of
+   * one healthy stream is a blip, and this wait is most of the time a resume takes; a server
+   * that went down fails that first reconnect, and the exponential steps after it spread the herd.
+   */
   firstRetryJitterMs?: number;
   /** First backoff step, ms. Default 250. */
   initialDelayMs?: number;
@@ -25,7 +29,7 @@ export type RetryPolicy = Readonly<Required<RetryOptions>>;
 
 /** Defaults documented on {@link RetryOptions}. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  firstRetryJitterMs: 100,
+  firstRetryJitterMs: 20,
   initialDelayMs: 250,
   maxDelayMs: 10_000,
   factor: 2,

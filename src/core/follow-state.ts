@@ -15,6 +15,12 @@ export const DEFAULT_IDLE_MS = 25_000;
 export const HEARTBEAT_FACTOR = 2.5;
 /** …but never shorter than this, ms. */
 export const MIN_STALL_MS = 2_000;
+/**
+ * …nor sized to an interval longer than this, ms. docs/protocol.md section 2 sets no upper
+ * bound on `Lifeline-Heartbeat`: a server announcing days would leave a silent stream unnoticed
+ * for days. Three times the protocol's default interval (10 000) still honours a slow server.
+ */
+export const MAX_HEARTBEAT_MS = 30_000;
 /** Stream attempts in a row without an event after which the log is asked instead (closes: fewer). */
 export const REPLAY_AFTER_FAILURES = 3;
 export const REPLAY_AFTER_CLOSES = 2;
@@ -99,13 +105,13 @@ export function crashedState(state: FollowState, error: LifelineError): FollowSt
 
 /**
  * Silence the stall watchdog allows, ms: the app's setting when it gave one, else 2.5
- * times the heartbeat the server announced (at least 2 s), else the defaults.
+ * times the heartbeat the server announced (at least 2 s, at most 75 s), else the defaults.
  */
 export function stallLimitMs(state: FollowState, env: FollowEnv): number {
   const heard = state.seen !== 'nothing';
   const own = heard ? env.config.idleMs : env.config.firstEventMs;
   if (own !== undefined) return own;
-  if (state.heartbeatMs !== undefined) return Math.max(MIN_STALL_MS, HEARTBEAT_FACTOR * state.heartbeatMs);
+  if (state.heartbeatMs !== undefined) return Math.max(MIN_STALL_MS, HEARTBEAT_FACTOR * Math.min(state.heartbeatMs, MAX_HEARTBEAT_MS));
   return heard ? DEFAULT_IDLE_MS : DEFAULT_FIRST_EVENT_MS;
 }
 

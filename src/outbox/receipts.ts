@@ -26,17 +26,12 @@ import { realTimers } from '../ports/timers.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
 import type { NetworkMonitor } from '../ports/network.js';
 import { realStorage, type KeyValueStorage } from '../ports/storage.js';
+import { createReceiptStore, type ReceiptRecord, type ReceiptStore } from './receipt-store.js';
 import type { Timers } from '../ports/timers.js';
 import type { Diagnostic } from '../types.js';
 
-/** One receipt waiting to land, as stored (key `lifeline-receipt:<namespace>:<turnId>`). */
-export interface ReceiptRecord {
-  turnId: string;
-  seq: number;
-  textSha256: string;
-  createdAt: number;
-  attempts: number;
-}
+
+export type { ReceiptRecord } from './receipt-store.js';
 
 export interface ReceiptDeps extends HttpContext {
   namespace: string;
@@ -66,28 +61,11 @@ export interface ReceiptQueue {
   dispose(): void;
 }
 
-const PREFIX = 'lifeline-receipt:';
-
 /** The receipt's Idempotency-Key: the same for every tab and device that followed the turn. */
 export async function receiptKey(turnId: string): Promise<string> {
   return `receipt-${(await sha256Hex(`lifeline-receipt:${turnId}`)).slice(0, 40)}`;
 }
 
-function parse(value: string | null): ReceiptRecord | undefined {
-  if (value === null) return undefined;
-  try {
-    const record = JSON.parse(value) as Partial<ReceiptRecord>;
-    const ok =
-      typeof record.turnId === 'string' &&
-      Number.isSafeInteger(record.seq) &&
-      typeof record.textSha256 === 'string' &&
-      typeof record.createdAt === 'number' &&
-      typeof record.attempts === 'number';
-    return ok ? (record as ReceiptRecord) : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** What one POST came to. */
 type Outcome = { kind: 'landed' } | { kind: 'mismatch' } | { kind: 'unsupported' } | { kind: 'failed'; failure: Failure };
@@ -122,88 +100,116 @@ async function post(deps: ReceiptDeps, record: ReceiptRecord, signal: AbortSigna
   }
 }
 
-export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
-  // Wall time: a receipt's age counts across reloads, like an outbox entry's.
-  const now = (): number => deps.clock.wallNow();
-  const storage = deps.storage === undefined ? realStorage.pageStorage() : (deps.storage ?? undefined);
-  const name = (turnId: string): string => `${PREFIX}${deps.namespace}:${turnId}`;
-  const memory = new Map<string, ReceiptRecord>();
+
+type ReceiptDiagnostic = Extract<Diagnostic, { type: 'receipt' }>;
+
+/** What the sending half of the queue shares with it. */
+interface SendContext {
+  deps: ReceiptDeps;
+  store: ReceiptStore;
+  signal: AbortSignal;
+  emit(turnId: string, outcome: ReceiptDiagnostic['outcome'], extra?: Partial<ReceiptDiagnostic>): void;
+  /** Forgets the receipt and says how it ended. */
+  drop(turnId: string, outcome: 'delivered' | 'dropped' | 'mismatch' | 'unsupported', extra?: Partial<ReceiptDiagnostic>): void;
+}
+
+/** Sends receipts, one loop per turn at a time, until each lands, is refused or ages out. */
+function createReceiptSender({ deps, store, signal, emit, drop }: SendContext) {
   const sending = new Set<string>();
   const rebuilt = new Set<string>();
-  const stop = new AbortController();
-  let unsupported = false;
-  const emit = (turnId: string, outcome: Extract<Diagnostic, { type: 'receipt' }>['outcome'], extra: Partial<Extract<Diagnostic, { type: 'receipt' }>> = {}): void =>
-    deps.emit({ type: 'receipt', at: now(), turnId, outcome, ...extra });
+  const state = { unsupported: false };
 
-  const read = (turnId: string): ReceiptRecord | undefined => memory.get(turnId) ?? parse(safely(() => storage?.getItem(name(turnId)) ?? null, null));
-  const write = (record: ReceiptRecord): void => {
-    memory.set(record.turnId, record);
-    safely(() => storage?.setItem(name(record.turnId), JSON.stringify(record)), undefined);
-  };
-  const remove = (turnId: string): void => {
-    memory.delete(turnId);
-    safely(() => storage?.removeItem(name(turnId)), undefined);
+  /** Ends the receipt on what the server answered; answers the failure worth retrying, if that is what it was. */
+  const conclude = (turnId: string, outcome: Outcome): Failure | void => {
+    switch (outcome.kind) {
+      case 'landed':
+        return drop(turnId, 'delivered');
+      case 'mismatch':
+        drop(turnId, 'mismatch');
+        // Once: a turn whose rebuilt copy still differs is the server's to explain.
+        if (!rebuilt.has(turnId)) {
+          rebuilt.add(turnId);
+          deps.onMismatch(turnId);
+        }
+        return;
+      case 'unsupported':
+        state.unsupported = true;
+        return drop(turnId, 'unsupported');
+      case 'failed':
+        if (outcome.failure.disposition === 'retry') return outcome.failure;
+        return drop(turnId, 'dropped', { error: outcome.failure.error });
+    }
   };
 
-  /** Sends one receipt until it lands, is refused, or ages out; another tab's success ends it too. */
+  /** Waits the backoff of the receipt's next attempt, counted in its record. */
+  const backOff = async (record: ReceiptRecord, failure: Failure): Promise<void> => {
+    const attempts = record.attempts + 1;
+    const delayMs = retryDelay(deps.retry, attempts, deps.random(), failure.retryAfterMs);
+    // Still there: another tab may have landed it meanwhile.
+    if (store.read(record.turnId)) store.write({ ...record, attempts });
+    emit(record.turnId, 'retry', { delayMs, error: failure.error });
+    await sleep(delayMs, signal, deps.timers);
+  };
+
+  /** Another tab's success ends the loop too: it re-reads the record before every attempt. */
   const send = async (turnId: string): Promise<void> => {
-    if (sending.has(turnId) || stop.signal.aborted) return;
+    if (sending.has(turnId) || signal.aborted) return;
     sending.add(turnId);
     try {
       for (;;) {
-        const record = read(turnId);
-        if (!record || unsupported || stop.signal.aborted) return;
-        if (now() - record.createdAt > (deps.maxAgeMs ?? 864e5)) {
-          remove(turnId);
-          return emit(turnId, 'dropped');
-        }
-        if (deps.network && !deps.network.online()) await waitOnline(deps.network, stop.signal);
-        const outcome = await post(deps, record, stop.signal);
-        if (stop.signal.aborted) return;
-        if (outcome.kind === 'landed') return remove(turnId), emit(turnId, 'delivered');
-        if (outcome.kind === 'mismatch') {
-          remove(turnId);
-          emit(turnId, 'mismatch');
-          // Once: a turn whose rebuilt copy still differs is the server's to explain.
-          if (!rebuilt.has(turnId)) {
-            rebuilt.add(turnId);
-            deps.onMismatch(turnId);
-          }
-          return;
-        }
-        if (outcome.kind === 'unsupported') {
-          unsupported = true;
-          remove(turnId);
-          return emit(turnId, 'unsupported');
-        }
-        const { failure } = outcome;
-        if (failure.disposition !== 'retry') return remove(turnId), emit(turnId, 'dropped', { error: failure.error });
-        const attempts = record.attempts + 1;
-        const delayMs = retryDelay(deps.retry, attempts, deps.random(), failure.retryAfterMs);
-        // Still there: another tab may have landed it meanwhile.
-        if (read(turnId)) write({ ...record, attempts });
-        emit(turnId, 'retry', { delayMs, error: failure.error });
-        await sleep(delayMs, stop.signal, deps.timers);
+        const record = store.read(turnId);
+        if (!record || state.unsupported || signal.aborted) return;
+        if (deps.clock.wallNow() - record.createdAt > (deps.maxAgeMs ?? 864e5)) return drop(turnId, 'dropped');
+        if (deps.network && !deps.network.online()) await waitOnline(deps.network, signal);
+        const outcome = await post(deps, record, signal);
+        if (signal.aborted) return;
+        const failure = conclude(turnId, outcome);
+        if (!failure) return;
+        await backOff(record, failure);
       }
     } finally {
       sending.delete(turnId);
     }
   };
 
-  /** A throw inside a send is a bug of ours, not a network failure: the receipt is dropped, visibly (found by the simulator, seed 230). */
-  const launch = (turnId: string): void => {
-    send(turnId).catch((bug: unknown) => (remove(turnId), emit(turnId, 'dropped', { error: asLifelineError(bug) })));
+  return {
+    /** The server has no receipts route (a 1.1 server): none is attempted again. */
+    get unsupported(): boolean {
+      return state.unsupported;
+    },
+    /** A throw inside a send is a bug of ours, not a network failure: the receipt is dropped, visibly (found by the simulator, seed 230). */
+    launch(turnId: string): void {
+      send(turnId).catch((bug: unknown) => drop(turnId, 'dropped', { error: asLifelineError(bug) }));
+    },
   };
+}
 
+export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
+  // Wall time: a receipt's age counts across reloads, like an outbox entry's.
+  const now = (): number => deps.clock.wallNow();
+  const store = createReceiptStore(deps.storage === undefined ? realStorage.pageStorage() : (deps.storage ?? undefined), deps.namespace);
+  const stop = new AbortController();
   let started = false;
+  const emit: SendContext['emit'] = (turnId, outcome, extra = {}) => deps.emit({ type: 'receipt', at: now(), turnId, outcome, ...extra });
+  const sender = createReceiptSender({
+    deps,
+    store,
+    signal: stop.signal,
+    emit,
+    drop(turnId, outcome, extra) {
+      store.remove(turnId);
+      emit(turnId, outcome, extra);
+    },
+  });
+
   return {
     add(turnId, seq, text) {
-      if (unsupported || stop.signal.aborted || read(turnId)) return;
+      if (sender.unsupported || stop.signal.aborted || store.read(turnId)) return;
       void sha256Hex(text).then(
         (textSha256) => {
-          if (read(turnId)) return;
-          write({ turnId, seq, textSha256, createdAt: now(), attempts: 0 });
-          launch(turnId);
+          if (store.read(turnId)) return;
+          store.write({ turnId, seq, textSha256, createdAt: now(), attempts: 0 });
+          sender.launch(turnId);
         },
         // No Web Crypto (plain HTTP): nothing to prove with.
         () => undefined,
@@ -212,45 +218,16 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
     start() {
       if (started) return;
       started = true;
-      const prefix = `${PREFIX}${deps.namespace}:`;
-      const stored: string[] = [];
-      safely(() => {
-        for (let i = 0; storage && i < storage.length; i++) {
-          const key = storage.key(i);
-          if (key?.startsWith(prefix)) stored.push(key.slice(prefix.length));
-        }
-      }, undefined);
-      for (const turnId of stored) {
-        if (read(turnId)) launch(turnId);
-        else remove(turnId);
+      for (const turnId of store.storedIds()) {
+        if (store.read(turnId)) sender.launch(turnId);
+        else store.remove(turnId);
       }
     },
-    clear() {
-      for (const turnId of [...memory.keys()]) remove(turnId);
-      const prefix = `${PREFIX}${deps.namespace}:`;
-      const keys: string[] = [];
-      safely(() => {
-        for (let i = 0; storage && i < storage.length; i++) {
-          const key = storage.key(i);
-          if (key?.startsWith(prefix)) keys.push(key);
-        }
-        for (const key of keys) storage?.removeItem(key);
-      }, undefined);
-    },
-    dispose() {
-      stop.abort();
-    },
+    clear: () => store.clear(),
+    dispose: () => stop.abort(),
   };
 }
 
-/** Storage that is full or refused leaves the receipt in memory: best effort, like the outbox journal. */
-function safely<T>(step: () => T, fallback: T): T {
-  try {
-    return step();
-  } catch {
-    return fallback;
-  }
-}
 
 function waitOnline(network: NetworkMonitor, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

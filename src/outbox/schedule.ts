@@ -4,7 +4,7 @@
  * page re-bases each onto its monotonic clock when it first sees it (a new entry, a record
  * read back, a new attempt's schedule), so a wall clock set back or forward afterwards
  * neither parks an entry nor hurries it. A re-based time is capped by what could have been
- * asked for (a backoff or `Retry-After`, nothing for an entry never tried; the age limit): a record written before a wall
+ * asked for (a backoff or `Retry-After`, nothing for an entry never tried or cut off mid-attempt; the age limit): a record written before a wall
  * clock jump cannot park an entry for the jump either.
  */
 import type { Clock } from '../ports/clock.js';
@@ -45,8 +45,9 @@ export function createSchedule({ clock, maxAgeMs, maxDelayMs }: ScheduleOptions)
     return at;
   };
   return {
-    // An entry never tried was due when created: nothing asked it to wait, so no wait survives a jump.
-    dueAt: (entry) => rebase(due, entry.operationId, entry.nextAttemptAt, entry.attempts === 0 ? 0 : maxDelayMs),
+    // An entry never tried, or `sending` (its attempt began when due, and the sender here is
+    // not running it): nothing asked it to wait, so no wait survives a wall-clock jump.
+    dueAt: (entry) => rebase(due, entry.operationId, entry.nextAttemptAt, entry.attempts === 0 || entry.state === 'sending' ? 0 : maxDelayMs),
     deadline: (entry) => rebase(ages, entry.operationId, entry.createdAt + maxAgeMs, maxAgeMs),
     keep(list) {
       const ids = new Set(list.map((entry) => entry.operationId));

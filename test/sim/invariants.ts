@@ -106,7 +106,7 @@ export function checkEnd(world: SimWorld): Violation[] {
   const found: Violation[] = [];
   for (const tab of world.tabs) {
     if (!tab.alive) continue;
-    for (const p of tab.promises) if (!p.settled) found.push({ kind: 'unsettled-at-end', detail: `${tab.id}: ${p.label} still pending at the end of the retry budget` });
+    for (const p of tab.promises) if (!p.settled && !p.waitsOnApp?.()) found.push({ kind: 'unsettled-at-end', detail: `${tab.id}: ${p.label} still pending at the end of the retry budget` });
     for (const [turnId, handle] of tab.handles) {
       if (handle.closed) continue;
       const snapshot = tab.client.turns.getSnapshot().find((s) => s.id === turnId);
@@ -134,7 +134,7 @@ export function describe(error: unknown): string {
 export function quiet(world: SimWorld): boolean {
   for (const tab of world.tabs) {
     if (!tab.alive) continue;
-    if (tab.promises.some((p) => !p.settled)) return false;
+    if (tab.promises.some((p) => !p.settled && !p.waitsOnApp?.())) return false;
     if (tab.client.turns.getSnapshot().some((s) => !ENDED.has(s.status) && s.connection.state !== 'closed' && s.connection.state !== 'idle')) return false;
   }
   return [...world.messages].every(([id, m]) => m.discarded || world.server.keys.has(id) || (!m.journaled && world.disk.troubled)) && [...world.server.turns.values()].every(world.server.isEnded);

@@ -30,7 +30,8 @@ export function follow(world: SimWorld, tab: SimTab, turnId: string): void {
     const turn = tab.client.turn(turnId);
     const handle = { turn, seqs: [] as number[], closed: false };
     tab.handles.set(turnId, handle);
-    world.track(tab, `turn(${turnId}).completed`, turn.completed);
+    // No open handle of this tab on the turn: nothing follows it here until the app does again.
+    world.track(tab, `turn(${turnId}).completed`, turn.completed, () => tab.handles.get(turnId)?.closed !== false);
     turn.subscribe(() => {
       if (world.app.listenersThrow) throw new Error('sim: the app snapshot listener throws');
     });

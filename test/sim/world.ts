@@ -19,6 +19,11 @@ import { simPorts } from './ports.js';
 export interface TrackedPromise {
   label: string;
   settled: boolean;
+  /**
+   * The promise waits on the app, not on the client: a closed turn's `completed` settles only
+   * once the app follows the turn again (`Turn.close` in src/types.ts), or at `dispose()`.
+   */
+  waitsOnApp?: () => boolean;
 }
 
 export interface Handle {
@@ -78,7 +83,7 @@ export interface SimWorld {
   /** Runs `fn` as `tab`'s code. */
   as<T>(tab: SimTab, fn: () => T): T;
   /** Remembers a promise the API returned, to check it settles. */
-  track(tab: SimTab, label: string, promise: Promise<unknown>): void;
+  track(tab: SimTab, label: string, promise: Promise<unknown>, waitsOnApp?: () => boolean): void;
   close(): void;
 }
 
@@ -168,8 +173,8 @@ export function createWorld(seed: number, options: Partial<WorldOptions> = {}): 
       return tab;
     },
     as: (tab, fn) => context.run(tab.id, fn),
-    track(tab, label, promise) {
-      const tracked: TrackedPromise = { label, settled: false };
+    track(tab, label, promise, waitsOnApp) {
+      const tracked: TrackedPromise = { label, settled: false, ...(waitsOnApp && { waitsOnApp }) };
       tab.promises.push(tracked);
       promise.then(
         () => (tracked.settled = true),

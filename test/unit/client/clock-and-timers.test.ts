@@ -77,7 +77,7 @@ describe('H3: silence is measured on the monotonic clock', () => {
 
 describe('P1: a watchdog past 2^31 − 1 ms never spins', () => {
   it.each([
-    ['Lifeline-Heartbeat: 900000000 (a watchdog of 2.7e9 ms)', { 'lifeline-heartbeat': '900000000' }, {}],
+    ['Lifeline-Heartbeat: 900000000 (sized to 30 s at most)', { 'lifeline-heartbeat': '900000000' }, {}],
     ['stall.idleMs = Infinity', {}, { stall: { idleMs: Infinity, firstEventMs: Infinity } }],
     ['stall.idleMs = 30 days', {}, { stall: { idleMs: 30 * 864e5, firstEventMs: 30 * 864e5 } }],
   ] as const)('%s: a handful of timers per virtual second, and no stall', async (_, headers, options) => {
@@ -87,5 +87,17 @@ describe('P1: a watchdog past 2^31 − 1 ms never spins', () => {
     expect(await timersSetDuring(60_000)).toBeLessThanOrEqual(5);
     expect(followed.ofType('stalled')).toEqual([]);
     expect(followed.turn.getSnapshot().status).toBe('streaming');
+  });
+});
+
+describe('a hostile Lifeline-Heartbeat cannot hide a silent stall', () => {
+  it('announced as 900000000 ms: the silence is still noticed, after 2.5 × 30 s at most', async () => {
+    const followed = await silentStream({ 'lifeline-heartbeat': '900000000' });
+    await vi.advanceTimersByTimeAsync(74_000);
+    expect(followed.ofType('stalled')).toEqual([]);
+    await vi.advanceTimersByTimeAsync(2_000);
+    const [stalled] = followed.ofType('stalled');
+    expect(stalled).toEqual(expect.objectContaining({ watchdog: 'idle' }));
+    expect(stalled!.silentMs).toBeGreaterThanOrEqual(75_000);
   });
 });

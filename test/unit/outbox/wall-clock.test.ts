@@ -75,10 +75,13 @@ describe('H4: outbox retries survive a wall-clock jump', () => {
     expect(fetch.calls.map((call) => call.key)).toEqual([stored.operationId]);
   });
 
-  it('an entry never tried, stored by a tab before the wall clock went back an hour, goes at once (nothing asked it to wait)', async () => {
+  it.each([
+    ['never tried', { attempts: 0, state: 'queued' }],
+    ['cut off mid-attempt (sending)', { attempts: 1, state: 'sending' }],
+  ] as const)('an entry %s, stored by a tab before the wall clock went back an hour, goes at once (nothing asked it to wait)', async (_, at) => {
     const storage = createFakeStorage();
-    // Written by a tab that crashed before its first attempt; the clock then went back an hour.
-    const stored: OutboxRecord = { operationId: 'op_never_tried_before_jump', conversationId: 'conv', content: 'x', createdAt: T0 + HOUR, order: T0 + HOUR, attempts: 0, nextAttemptAt: T0 + HOUR, state: 'queued' };
+    // Written by a tab that crashed before its attempt ended; the clock then went back an hour.
+    const stored: OutboxRecord = { operationId: 'op_stored_then_clock_back', conversationId: 'conv', content: 'x', createdAt: T0 + HOUR, order: T0 + HOUR, nextAttemptAt: T0 + HOUR, ...at };
     storage.rows.set(stored.operationId, stored);
     const fetch = createFakeFetch(accepted);
     const recorder = createRecorder();

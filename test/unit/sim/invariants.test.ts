@@ -4,7 +4,7 @@
  * monotonic one). A simulator whose checks never fire would pass any client.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkDisposed, checkStep } from '../../sim/invariants.js';
+import { checkDisposed, checkEnd, checkStep } from '../../sim/invariants.js';
 import { createScheduler, MAX_TIMER_MS } from '../../sim/scheduler.js';
 import { STEPS } from '../../sim/steps.js';
 import { createWorld, type SimWorld } from '../../sim/world.js';
@@ -37,6 +37,18 @@ describe('simulator invariants', () => {
     expect(checkDisposed(tab)).toEqual([]);
     world.track(tab, 'never', new Promise(() => {}));
     expect(checkDisposed(tab)).toEqual([expect.objectContaining({ kind: 'unsettled-after-dispose', detail: 'tab1: never still pending after dispose()' })]);
+  });
+
+  it("a closed turn's completed waits on the app at the end of a run, never after dispose", async () => {
+    world = createWorld(8);
+    const tab = world.openTab();
+    await world.scheduler.advance(50);
+    let open = true;
+    world.track(tab, 'closed turn', new Promise(() => {}), () => !open);
+    expect(checkEnd(world).map((v) => v.kind)).toEqual(['unsettled-at-end']);
+    open = false;
+    expect(checkEnd(world)).toEqual([]);
+    expect(checkDisposed(tab).map((v) => v.kind)).toEqual(['unsettled-after-dispose']);
   });
 
   it('report a text that is not the concatenation of the deltas', async () => {

@@ -1,0 +1,6 @@
+/** Part 3 of the simulator's CI seeds (see sim.test.ts and seeds.ts). */
+import { it } from 'vitest';
+import { partRange, runRange } from './seeds.js';
+
+const [from, to] = partRange(3);
+it(`holds every invariant on seeds ${from}..${to}`, { timeout: 600_000 }, () => runRange(from, to));
