@@ -126,7 +126,7 @@ async function measureStore(open: (now: () => number) => MeasuredLog | Promise<M
         return ((await response.json()) as { turns: unknown[] }).turns.length;
       };
       // Warm-up listings: the route's and the store's code paths compiled before timing.
-      for (let run = 0; run < 5; run++) await list();
+      for (let run = 0; run < 50; run++) await list();
       const times: number[] = [];
       const works: number[] = [];
       let listed = 0;

@@ -215,6 +215,15 @@ describe('the documentation', () => {
     expect(readme).not.toContain('src/types.ts');
   });
 
+  it("lists every entry of the package's exports in the README's import table", () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const rows = new Set([...readme.matchAll(/^\| `(lifeline[^`]*)` \|/gm)].map((match) => match[1]));
+    const entries = Object.keys(installedManifest(apps.app).exports)
+      .filter((key) => key !== './package.json')
+      .map((key) => (key === '.' ? 'lifeline' : `lifeline/${key.slice(2)}`));
+    expect(entries.filter((entry) => !rows.has(entry))).toEqual([]);
+  });
+
   it("documents every option's default in the declarations the package ships", () => {
     const roots = ['index', 'react/index', 'server/index', 'server/node/index', 'server/log/redis/index'].map((entry) => `node_modules/lifeline/dist/${entry}.d.ts`);
     const program = createProgram(apps.app, { ...STRICT, ...NODENEXT }, roots);

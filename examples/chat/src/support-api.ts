@@ -37,11 +37,16 @@ export interface TurnDetail {
 }
 
 const BASE = '/api/operator/turns';
+/** Longer than the handler's wait for a producer to log an operator's end (at least 5 s). */
+const REQUEST_TIMEOUT_MS = 15_000;
 
+/** One operator request; rejects only when no answer came (network, timeout). */
 export async function operatorRequest(token: string, method: OperatorAnswer['method'], path: string, body?: unknown): Promise<OperatorAnswer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(path, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) });
+  // Bounded, so a server that never answers cannot hold the page's poll (or an End) forever.
+  const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  const response = await fetch(path, { method, headers, signal, ...(body !== undefined && { body: JSON.stringify(body) }) });
   const text = await response.text();
   let parsed: unknown = text;
   try {

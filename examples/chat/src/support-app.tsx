@@ -119,7 +119,13 @@ export function SupportApp() {
     setToken(next);
   };
   const end = async (turnId: string, reason: string) => {
-    setAnswer(await operatorRequest(token, 'POST', endPath(turnId), { reason }));
+    const path = endPath(turnId);
+    try {
+      setAnswer(await operatorRequest(token, 'POST', path, { reason }));
+    } catch (error) {
+      // No answer at all: shown in the same place, so the operator knows the end may not have happened.
+      setAnswer({ method: 'POST', path, status: 0, body: { error: { code: 'no_answer', message: error instanceof Error ? error.message : String(error) } } });
+    }
     refresh();
   };
 
