@@ -21,7 +21,7 @@ import { realStorage } from './ports/storage.js';
 import { platformIndexedDb } from './ports/indexeddb.js';
 import { listTurns } from './transport/requests.js';
 import type { FollowerDeps, TurnFollower } from './follow/types.js';
-import type { Conversation, Diagnostic, LifelineClient, LifelineOptions, OutboxEntry, Subscribable, Turn } from './types.js';
+import type { Conversation, Diagnostic, DrillKind, LifelineClient, LifelineOptions, OutboxEntry, Subscribable, Turn, TurnSnapshot } from './types.js';
 import { abortable } from './runtime/abortable.js';
 import { createConversationView } from './client/conversation-view.js';
 import { createFollowerRegistry, type FollowerRegistry } from './client/followers.js';
@@ -145,6 +145,25 @@ async function start(recover: (conversationId: string) => Promise<unknown>, { pe
   });
 }
 
+/** `recover()`: the conversation's turns from the server's list, each adopted, newest first. */
+async function recoverListed(deps: Omit<FollowerDeps, 'onChange'>, registry: FollowerRegistry, receipts: ReturnType<typeof openReceipts>, ready: Promise<void>, conversationId: string): Promise<TurnSnapshot[]> {
+  await ready;
+  const listed = await listTurns(deps, conversationId, deps.signal);
+  await Promise.all(listed.map(registry.adopt));
+  // A turn this client holds whole that the server still has as undelivered (its receipt was lost with a cleared storage).
+  for (const turn of listed) if (turn.delivery?.state === 'pending') receipts.resend(turn.id);
+  return listed.flatMap((turn) => registry.followers.get(turn.id)?.getSnapshot() ?? []);
+}
+
+/** `client.drill`: said before it runs (timelines read in order), whether it fits the turn's state or not. */
+function runDrill(follower: TurnFollower | undefined, drill: DrillKind, say: (applied: boolean) => void): boolean {
+  if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
+  const run = follower?.drill(drill);
+  say(run !== undefined);
+  run?.();
+  return run !== undefined;
+}
+
 /**
  * Creates a Lifeline client. Throws `invalid_argument` for unusable options; everything
  * else that goes wrong later is a diagnostic and a visible status, never a throw.
@@ -193,36 +212,19 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
       assertUsable();
       assertId('conversationId', conversationId);
       let view = conversations.get(conversationId);
-      if (!view) {
-        const hydrated = registry.hydrate(conversationId);
-        conversations.set(conversationId, (view = createConversationView(conversationId, hydrated, { outbox, submissions, persistence, turns, assertUsable })));
-      }
+      if (!view) conversations.set(conversationId, (view = createConversationView(conversationId, registry.hydrate(conversationId), { outbox, submissions, persistence, turns, assertUsable })));
       return view;
     },
     async recover(conversationId) {
       assertUsable();
       assertId('conversationId', conversationId);
       // Rejects `disposed` as soon as the client is, whatever it waits on.
-      return abortable(
-        (async () => {
-          await client.ready;
-          const listed = await listTurns(deps, conversationId, signal);
-          await Promise.all(listed.map(registry.adopt));
-          // A turn this client holds whole that the server still has as undelivered (its receipt was lost with a cleared storage).
-          for (const turn of listed) if (turn.delivery?.state === 'pending') receipts.resend(turn.id);
-          return listed.flatMap((turn) => followers.get(turn.id)?.getSnapshot() ?? []);
-        })(),
-        signal,
-      );
+      return abortable(recoverListed(deps, registry, receipts, client.ready, conversationId), signal);
     },
     drill(turnId, drill) {
       assertUsable();
       assertId('turnId', turnId);
-      if (!DRILLS.includes(drill)) throw new LifelineError('invalid_argument', 'Unknown drill.');
-      const run = followers.get(turnId)?.drill(drill);
-      diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied: !!run });
-      run?.();
-      return !!run;
+      return runDrill(followers.get(turnId), drill, (applied) => diagnostics.emit({ type: 'drill', at: ports.clock.wallNow(), turnId, drill, applied }));
     },
     async clearStorage() {
       assertUsable();
@@ -236,10 +238,7 @@ export function createLifeline(options: LifelineOptions): LifelineClient {
     dispose() {
       if (signal.aborted) return;
       life.abort(new CancelledError('disposed', 'The client was disposed.'));
-      registry.dispose();
-      submissions.dispose();
-      outbox.dispose();
-      receipts.dispose();
+      for (const part of [registry, submissions, outbox, receipts]) part.dispose();
       void persistence.dispose();
     },
     followAccepted(entry, answer) {

@@ -2,17 +2,17 @@
  * Public types of the Lifeline client. Implementations live in `client.ts`,
  * `transport/`, `storage/` and `outbox/`; this file is the contract between them.
  */
-import type { MessagePart } from './core/turn-reducer.js';
+import type { MessagePart } from './core/turn-read.js';
 import type { LifelineError } from './errors.js';
 import type { JsonValue, MessageContent, SubmitContext, TurnEvent } from './protocol/schemas.js';
 import type { ActionState, ConnectionState, EndedTurnStatus, OutboxRecord, TurnStatus } from './core/domain.js';
-import type { RetryOptions } from './core/backoff.js';
-import type { Ports } from './ports/index.js';
-import type { Store } from './storage/store.js';
+import type { Diagnostic, DrillKind, RecoveryPath, StorageStatus } from './diagnostics.js';
 
-export type { MessagePart, TextPart } from './core/turn-reducer.js';
+export type { MessagePart, TextPart } from './core/turn-read.js';
 export type { ActionState, ConnectionState, PartEntry, TurnStatus, OutboxRecord, OutboxState, EndedTurnStatus } from './core/domain.js';
 export type { RetryOptions } from './core/backoff.js';
+export type { Diagnostic, DiagnosticType, DrillKind, RecoveryPath, StorageStatus } from './diagnostics.js';
+export type { HeadersInput, LifelineOptions, LimitOptions, OutboxOptions, ReceiptOptions, StallOptions } from './options.js';
 
 /** Something that can be listened to. `subscribe` returns its own unsubscribe. */
 export interface Subscribable<T> {
@@ -35,9 +35,6 @@ export interface ConnectionInfo {
   /** When the next attempt is scheduled (epoch ms), while `waiting`. */
   nextRetryAt?: number;
 }
-
-/** How a turn's missing events were brought back. */
-export type RecoveryPath = 'resume' | 'replay' | 'reload';
 
 export interface RecoveryInfo {
   path: RecoveryPath;
@@ -107,89 +104,6 @@ export interface Turn extends ExternalStore<TurnSnapshot>, AsyncIterable<TurnEve
   cancel(): Promise<void>;
   /** Stops following this turn (storage keeps what arrived); `client.turn(id)` follows it again. */
   close(): void;
-}
-
-/** Stall watchdogs (see the stall issue). */
-export interface StallOptions {
-  /** From acceptance (or attach) to the first event, ms. Default 15 000. */
-  firstEventMs?: number;
-  /** Between any two events or heartbeats, ms. Default 25 000. */
-  idleMs?: number;
-}
-
-/** Size caps on untrusted input. */
-export interface LimitOptions {
-  /** Largest single event's data, code units. Default 1 Mi. */
-  maxEventSize?: number;
-  /** Largest text of one turn, code units. Default 16 Mi. */
-  maxTurnTextLength?: number;
-}
-
-export type HeadersInput = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
-
-export interface LifelineOptions {
-  /** Base URL of the protocol endpoints, e.g. `/api` or `https://host/api`. */
-  baseUrl: string;
-  /** Request headers (e.g. Authorization); a function is called again before every attempt. Never stored. Default: none. */
-  headers?: HeadersInput;
-  /** Injectable fetch. Default the http port's (`globalThis.fetch`). */
-  fetch?: typeof fetch;
-  /** Reconnect, replay and submit retry timing; each field's default is on {@link RetryOptions}. */
-  retry?: RetryOptions;
-  /** Stall watchdogs; each field's default is on {@link StallOptions}. */
-  stall?: StallOptions;
-  /** Size caps on what the network sends; each field's default is on {@link LimitOptions}. */
-  limits?: LimitOptions;
-  /** `'indexeddb'` (default when available), `'memory'`, or a custom {@link Store}. */
-  storage?: 'indexeddb' | 'memory' | Store;
-  /** Partition of local data, e.g. the user id: one database per namespace. Default `'default'`. */
-  namespace?: string;
-  /** Ask the browser for persistent storage (`navigator.storage.persist()`); the answer is a diagnostic. Default `false`. */
-  persist?: boolean;
-  /** Ended turns are deleted from local storage after this long, ms. Default 7 days. */
-  retentionMs?: number;
-  /** Flush buffered events after this many ms or {@link flushEvents} events, whichever first. Default 16. */
-  flushMs?: number;
-  /** Default 256. */
-  flushEvents?: number;
-  /** Submission timeouts; each field's default is on {@link OutboxOptions}. */
-  outbox?: OutboxOptions;
-  /** Delivery receipts (docs/protocol.md section 10); each field's default is on {@link ReceiptOptions}. */
-  receipts?: ReceiptOptions;
-  /** Receives every diagnostic (also available as `client.diagnostics`). Default: none. */
-  onDiagnostic?: (diagnostic: Diagnostic) => void;
-  /**
-   * For tests and simulators: the platform the client talks to (clock, timers, http,
-   * storage, tabs, random, network, page; see src/ports/index.ts). Every port left out is
-   * the real one. Default: all real.
-   */
-  ports?: Partial<Ports>;
-}
-
-export interface OutboxOptions {
-  /** Per-request timeout, ms. Default 15 000. */
-  timeoutMs?: number;
-  /** Give up on an entry this long after it was created, ms. Default 24 h. */
-  maxAgeMs?: number;
-}
-
-export interface ReceiptOptions {
-  /** Send a receipt for every turn followed to a verified end. Default true. */
-  enabled?: boolean;
-  /** Per-request timeout, ms. Default 15 000. */
-  timeoutMs?: number;
-  /** Give up on a receipt this long after the turn ended, ms. Default 24 h. */
-  maxAgeMs?: number;
-}
-
-/** Storage health as the app sees it. */
-export interface StorageStatus {
-  /** `ok`: writes land; `degraded`: working in memory because storage failed; `memory`: memory by choice. */
-  state: 'opening' | 'ok' | 'degraded' | 'memory';
-  kind: string;
-  cause?: LifelineError;
-  /** Answer of `navigator.storage.persist()` when asked. */
-  persisted?: boolean;
 }
 
 /** A submission as the UI sees it. */
@@ -263,64 +177,6 @@ export interface Conversation extends ExternalStore<ConversationSnapshot> {
   /** Entries of this conversation only. */
   readonly outbox: Outbox;
 }
-
-/** Everything that happens, typed. `at` is epoch ms. */
-export type Diagnostic =
-  | { type: 'connect'; at: number; turnId: string; attempt: number; lastEventId: number }
-  | { type: 'open'; at: number; turnId: string; status: number }
-  | { type: 'disconnect'; at: number; turnId: string; cause: LifelineError }
-  | { type: 'retry'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; attempt: number; delayMs: number; cause?: LifelineError }
-  | { type: 'resumed'; at: number; turnId: string; fromSeq: number }
-  | { type: 'duplicate'; at: number; turnId: string; seq: number }
-  | { type: 'gap'; at: number; turnId: string; expected: number; got: number }
-  | { type: 'unknown-event'; at: number; turnId: string; eventType: string }
-  | { type: 'protocol-error'; at: number; turnId?: string; error: LifelineError }
-  | { type: 'integrity-mismatch'; at: number; turnId: string; expectedLength: number; actualLength: number }
-  /** Web Crypto is missing (a page on plain HTTP): `turn.end` was checked by `textLength` only. */
-  | { type: 'integrity-unchecked'; at: number; turnId: string }
-  | { type: 'stalled'; at: number; turnId: string; watchdog: 'first-event' | 'idle'; silentMs: number }
-  | { type: 'recovering'; at: number; turnId: string; path: RecoveryPath; fromSeq: number }
-  | { type: 'recovered'; at: number; turnId: string; path: RecoveryPath; events: number }
-  | { type: 'completed'; at: number; turnId: string; status: EndedTurnStatus }
-  | { type: 'failed'; at: number; scope: 'stream' | 'replay' | 'submit'; id: string; error: LifelineError }
-  | { type: 'submit'; at: number; operationId: string; conversationId: string; attempt: number }
-  | { type: 'accepted'; at: number; operationId: string; turnId: string; replayed: boolean }
-  | { type: 'outbox-replay'; at: number; count: number }
-  | { type: 'storage'; at: number; status: StorageStatus }
-  | { type: 'storage-error'; at: number; error: LifelineError }
-  | { type: 'network'; at: number; online: boolean }
-  | { type: 'auth-refresh'; at: number; turnId: string }
-  /**
-   * Tabs of one origin and namespace share one stream per turn: the `leader` tab holds
-   * it and relays its events, a `watcher` applies what the leader relays.
-   */
-  | { type: 'shared'; at: number; turnId: string; role: 'leader' | 'watcher' }
-  /**
-   * A delivery receipt (docs/protocol.md section 10): `delivered` once the server recorded it,
-   * `retry` before another attempt, `mismatch` when the server's text differs (the turn is
-   * rebuilt from a full replay), `unsupported` once when the server predates receipts
-   * (1.1: no receipt is sent again), `dropped` when refused or too old.
-   */
-  | { type: 'receipt'; at: number; turnId: string; outcome: 'delivered' | 'retry' | 'mismatch' | 'unsupported' | 'dropped'; delayMs?: number; error?: LifelineError }
-  /** `client.drill` was called: `applied` false when the drill does not fit the turn's state (nothing was done). */
-  | { type: 'drill'; at: number; turnId: string; drill: DrillKind; applied: boolean };
-
-export type DiagnosticType = Diagnostic['type'];
-
-/**
- * A fault a developer sets off on purpose, to watch the client recover (`client.drill`):
- * - `cut`: the turn's open stream is dropped as a network cut would drop it; the client
- *   reconnects with `Last-Event-ID` (docs/faults.md row 1).
- * - `stall`: the turn's open stream goes deaf (this client ignores every byte it sends, heartbeats
- *   included) until the stall watchdog notices, after the real stall timeout, and recovers as from
- *   a silent proxy (row 2).
- * - `replay`: a live turn is read from the server's log (docs/protocol.md section 3) from its last
- *   seq, then streamed again, as after a stall; an ended, verified turn is thrown away and rebuilt
- *   from seq 0, then checked against `turn.end` again (a receipt's `409` does the same).
- *
- * The server is not involved: nothing is cut or stalled anywhere but in this client.
- */
-export type DrillKind = 'cut' | 'stall' | 'replay';
 
 /** The client returned by `createLifeline`. */
 export interface LifelineClient {

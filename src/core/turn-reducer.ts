@@ -58,21 +58,6 @@ export interface TurnState {
   readonly openText: number;
 }
 
-/** A text part of the message as {@link turnParts} shows it: its deltas joined. */
-export interface TextPart {
-  readonly type: 'text';
-  readonly text: string;
-  /** The `text-start` part that opened it; absent for implicit text (deltas with no part open). */
-  readonly start?: PartObject;
-  /** The `text-end` part that closed it, once applied. */
-  readonly end?: PartObject;
-  /** The `providerMetadata` of its last delta that carried one. */
-  readonly providerMetadata?: JsonObject;
-}
-
-/** One part of the assistant's message: text, or a `part` event's part exactly as sent. */
-export type MessagePart = TextPart | PartObject;
-
 /**
  * What an incoming event is relative to a state: `next` (seq = lastSeq + 1: apply it),
  * `duplicate` (seq ≤ lastSeq: drop), `gap` (events are missing: fetch them first),
@@ -227,53 +212,6 @@ export function turnText({ chunks, chunkCount, textLength }: TurnState): string 
   return textLength <= chunks.flat.length ? chunks.flat.slice(0, textLength) : chunks.flat + chunks.tail.slice(0, chunkCount - chunks.flatCount).join('');
 }
 
-/**
- * The message's parts in order: each text part with its deltas joined (`text-start` and
- * `text-end` fold into it), every other part as sent. A `text-end` naming no open text
- * part stays a part of its own. O(parts), called once per snapshot.
- */
-export function turnParts(state: TurnState): MessagePart[] {
-  const text = turnText(state);
-  const result: MessagePart[] = [];
-  const open = new Map<unknown, number>();
-  /** Entry index → index in `result`, for the entries that open a text part. */
-  const placed = new Map<number, number>();
-  // The text part being filled: its index in `result` and where its run of text starts.
-  let current = -1;
-  let from = 0;
-  const close = (to: number): void => {
-    if (current >= 0 && to > from) {
-      const part = result[current] as TextPart;
-      result[current] = { ...part, text: part.text + text.slice(from, to) };
-    }
-  };
-  for (let i = 0; i < state.partCount; i++) {
-    const { at, part, into, providerMetadata } = state.parts[i]!;
-    if (into !== undefined) {
-      close(at);
-      current = placed.get(into) ?? -1;
-      from = at;
-      if (providerMetadata && current >= 0) result[current] = { ...(result[current] as TextPart), providerMetadata };
-    } else if (!part || part.type === 'text-start') {
-      close(at);
-      current = result.length;
-      from = at;
-      placed.set(i, current);
-      result.push(part ? { type: 'text', text: '', start: part } : { type: 'text', text: '', ...(providerMetadata && { providerMetadata }) });
-      if (part) open.set(part.id, current);
-    } else {
-      const index = part.type === 'text-end' ? open.get(part.id) : undefined;
-      if (index === undefined) result.push(part);
-      else {
-        open.delete(part.id);
-        result[index] = { ...(result[index] as TextPart), end: part };
-      }
-    }
-  }
-  close(state.textLength);
-  return result;
-}
-
 /** Folds a whole log (already in seq order) into a state; events that are not next are skipped. */
 export function reduceEvents(turnId: string, events: Iterable<TurnEvent>, limits?: ReducerLimits): TurnState {
   let state = initialTurnState(turnId);
@@ -290,11 +228,6 @@ export interface FoldedTurnState {
   parts?: readonly PartEntry[] | undefined;
   conversationId?: string;
   messageId?: string;
-}
-
-/** The message entries of `state`, as a folded row keeps them. */
-export function turnEntries(state: TurnState): PartEntry[] {
-  return state.parts.slice(0, state.partCount);
 }
 
 /** The state of an ended turn restored from its folded record (its events are gone). */

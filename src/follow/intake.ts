@@ -8,7 +8,8 @@
 import { isEnded } from '../core/domain.js';
 import { placeEvent, type Placement, type Source } from '../core/event-placement.js';
 import type { FollowInput } from '../core/follow-types.js';
-import { applyEvent, foldedTurnState, skipEvent, turnEntries, turnText, type TurnState } from '../core/turn-reducer.js';
+import { applyEvent, foldedTurnState, skipEvent, turnText, type TurnState } from '../core/turn-reducer.js';
+import { turnEntries } from '../core/turn-read.js';
 import { errorFromJson, type LifelineError } from '../errors.js';
 import { isTurnEvent, type DecodeResult } from '../protocol/decode.js';
 import type { FoldedTurn } from '../storage/persistence.js';

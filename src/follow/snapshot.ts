@@ -2,7 +2,8 @@
 import { isEnded } from '../core/domain.js';
 import { connectionOf, retryAtOf, statusOf } from '../core/follow-state.js';
 import type { FollowState } from '../core/follow-types.js';
-import { turnParts, turnText, type TurnState } from '../core/turn-reducer.js';
+import { turnText, type TurnState } from '../core/turn-reducer.js';
+import { turnParts } from '../core/turn-read.js';
 import type { TurnMeta } from '../storage/persistence.js';
 import type { ConnectionInfo, EndedTurnSnapshot, RecoveryInfo, StallInfo, TurnSnapshot } from '../types.js';
 import type { TurnOrigin } from './types.js';

@@ -16,17 +16,17 @@
 import { createEmitter } from '../core/subscribable.js';
 import { asStorageError, LifelineError, TransportError, StorageError } from '../errors.js';
 import { canonicalJson } from '../protocol/canonical-json.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../protocol/schemas.js';
+import { IDEMPOTENCY_KEY_PATTERN, type MessageContent } from '../protocol/schemas.js';
 import type { Diagnostic } from '../types.js';
 import { isPending, newEntry, rearmed, type CheckedBody } from './entry-state.js';
 import { realStorage } from '../ports/storage.js';
 import { realTabs } from '../ports/tabs.js';
-import { createJournal } from './journal.js';
-import { createLedger } from './ledger.js';
+import { createJournal, type Journal } from './journal.js';
+import { createLedger, type Ledger } from './ledger.js';
 import { createSchedule } from './schedule.js';
 import { createSender, type SenderDeps } from './sender.js';
 import { checkedBody } from './submit.js';
-import type { Emit, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
+import type { Emit, Enqueued, EnqueueOptions, OutboxChannel, OutboxController, OutboxDeps } from './types.js';
 
 export type { Enqueued, EnqueueOptions, OutboxChannel, OutboxController, OutboxDeps, OutboxLocks, OutboxStorage } from './types.js';
 export type { NetworkMonitor } from '../ports/network.js';
@@ -50,6 +50,46 @@ function sendingOptions(deps: OutboxDeps, trouble: (error: unknown) => void, sig
     schedule: createSchedule({ clock, maxAgeMs, maxDelayMs: Math.max(retry.maxDelayMs, retry.maxRetryAfterMs) }),
     leadership: { signal, locks: deps.locks, timers: deps.timers, lease: { store: storage, ttlMs: leaseTtlMs, onError: trouble, clock, newId } },
   };
+}
+
+/** What one `enqueue` needs of its outbox. */
+interface EnqueueContext {
+  ledger: Ledger;
+  journal: Journal;
+  requestHeaders: Map<string, Record<string, string>>;
+  newId: () => string;
+  now: () => number;
+  /** The reason a saved entry is not durable yet, if it is not (its journal copy then stays). */
+  notDurable: () => StorageError | undefined;
+}
+
+/** Writes one submission: journaled synchronously, then stored; `written` settles once storage that survives a reload holds it. */
+function enqueue(context: EnqueueContext, conversationId: string, content: MessageContent, options: EnqueueOptions): Enqueued {
+  const { ledger, journal, requestHeaders } = context;
+  const body = checkedBody(conversationId, content, options.context);
+  const operationId = options.operationId ?? context.newId();
+  if (!IDEMPOTENCY_KEY_PATTERN.test(operationId)) throw new LifelineError('invalid_argument', 'An operation id is 16 to 128 characters of [A-Za-z0-9_-].');
+  for (const id of requestHeaders.keys()) if (!ledger.find(id)) requestHeaders.delete(id);
+  if (options.headers) requestHeaders.set(operationId, { ...options.headers });
+  // The same key again (a double click, another tab): one entry. With another body it is
+  // what the server would answer (docs/protocol.md section 1: 422), without a request.
+  const found = ledger.find(operationId);
+  if (found && bodyText(found) !== bodyText(body)) {
+    throw new TransportError('submission_rejected', 'This Idempotency-Key was used with another body.', { status: 422, serverCode: 'idempotency_key_reused' });
+  }
+  if (found) return { operationId, written: Promise.resolve() };
+  const entry = newEntry(operationId, conversationId, body, context.now(), ledger.list());
+  // Synchronous: durable before `send()` returns, whatever happens to the page next.
+  journal.write(entry);
+  // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.
+  const written = ledger.save(entry).then((error) => {
+    const failure = error ?? context.notDurable();
+    if (failure) throw failure;
+    journal.remove(entry.operationId);
+  });
+  // Callers may ignore `written`; the failure is already a diagnostic.
+  written.catch(() => undefined);
+  return { operationId: entry.operationId, written };
 }
 
 /**
@@ -103,32 +143,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
 
   return {
     entries: { getSnapshot: ledger.list, subscribe: listeners.subscribe },
-    enqueue(conversationId, content, options = {}) {
-      const body = checkedBody(conversationId, content, options.context);
-      const operationId = options.operationId ?? deps.newId();
-      if (!IDEMPOTENCY_KEY_PATTERN.test(operationId)) throw new LifelineError('invalid_argument', 'An operation id is 16 to 128 characters of [A-Za-z0-9_-].');
-      for (const id of requestHeaders.keys()) if (!ledger.find(id)) requestHeaders.delete(id);
-      if (options.headers) requestHeaders.set(operationId, { ...options.headers });
-      // The same key again (a double click, another tab): one entry. With another body it is
-      // what the server would answer (docs/protocol.md section 1: 422), without a request.
-      const found = ledger.find(operationId);
-      if (found && bodyText(found) !== bodyText(body)) {
-        throw new TransportError('submission_rejected', 'This Idempotency-Key was used with another body.', { status: 422, serverCode: 'idempotency_key_reused' });
-      }
-      if (found) return { operationId, written: Promise.resolve() };
-      const entry = newEntry(operationId, conversationId, body, now(), ledger.list());
-      // Synchronous: durable before `send()` returns, whatever happens to the page next.
-      journal.write(entry);
-      // Its first attempt writes `sending` before posting, and writes land in order: never posted before this write.
-      const written = ledger.save(entry).then((error) => {
-        const failure = error ?? notDurable();
-        if (failure) throw failure;
-        journal.remove(entry.operationId);
-      });
-      // Callers may ignore `written`; the failure is already a diagnostic.
-      written.catch(() => undefined);
-      return { operationId: entry.operationId, written };
-    },
+    enqueue: (conversationId, content, options = {}) => enqueue({ ledger, journal, requestHeaders, newId: deps.newId, now, notDurable }, conversationId, content, options),
     async retry(operationId) {
       const entry = rearmed(ledger.find(operationId), now());
       if (entry) await ledger.save(entry);

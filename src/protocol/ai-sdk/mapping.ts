@@ -16,7 +16,7 @@
  */
 import type { UIMessageChunk } from 'ai';
 import type { DeltaEvent, JsonObject, JsonValue, PartObject, TurnEndStatus } from '../schemas.js';
-import type { MessagePart, TextPart } from '../../core/turn-reducer.js';
+import type { MessagePart, TextPart } from '../../core/turn-read.js';
 
 /** A delta as logged: the text, and the text part it belongs to with its metadata when the producer named them. */
 export type LoggedDelta = Pick<DeltaEvent, 'type' | 'text' | 'partId' | 'providerMetadata'>;
@@ -75,6 +75,42 @@ export interface ChunkReplayer {
 }
 
 const ENDINGS = ['finish', 'error', 'abort'];
+
+/** The chunk a turn's end calls for: `finish`, `abort`, or `error` with `turn.end.error`'s message. */
+function endChunk(status: TurnEndStatus, error: JsonValue | undefined): PartObject {
+  if (status === 'complete') return { type: 'finish' };
+  if (status === 'cancelled') return { type: 'abort' };
+  const message = error !== null && typeof error === 'object' && !Array.isArray(error) ? error['message'] : undefined;
+  return { type: 'error', errorText: typeof message === 'string' ? message : 'The turn failed.' };
+}
+
+/**
+ * A snapshot's parts through `replayer`, in order; `detach` closes any implicit text and
+ * forgets the open one before an implicit text part (one of its own).
+ */
+function replayParts(replayer: ChunkReplayer, parts: readonly MessagePart[], detach: () => void): void {
+  // A text part's end is folded into it, but a text-delta of that part logged as a part
+  // (a 1.1 server's log of interleaved text parts) may come later: its end then waits
+  // until after that delta.
+  const lastDelta = new Map<unknown, number>();
+  parts.forEach((part, i) => part.type === 'text-delta' && lastDelta.set(part['id'], i));
+  const later = new Map<number, PartObject>();
+  parts.forEach((part, i) => {
+    if (part.type !== 'text') replayer.part(part as PartObject);
+    else {
+      const { text, start, end, providerMetadata } = part as TextPart;
+      if (start) replayer.part(start);
+      else detach();
+      const partId = start && typeof start['id'] === 'string' ? start['id'] : undefined;
+      if (text || providerMetadata) replayer.delta({ text, partId, providerMetadata });
+      const at = end && (lastDelta.get(end['id']) ?? -1);
+      if (end && at! > i) later.set(at!, end);
+      else if (end) replayer.part(end);
+    }
+    const end = later.get(i);
+    if (end) replayer.part(end);
+  });
+}
 
 /**
  * Creates a replayer of turn `turnId` that hands every chunk to `emit`, in order. The
@@ -139,42 +175,18 @@ export function createChunkReplayer(turnId: string, emit: (chunk: UIMessageChunk
       if (ENDINGS.includes(part.type)) ended = true;
       send(part);
     },
-    parts(parts) {
-      // A text part's end is folded into it, but a text-delta of that part logged as a part
-      // (a 1.1 server's log of interleaved text parts) may come later: its end then waits
-      // until after that delta.
-      const lastDelta = new Map<unknown, number>();
-      parts.forEach((part, i) => part.type === 'text-delta' && lastDelta.set(part['id'], i));
-      const later = new Map<number, PartObject>();
-      parts.forEach((part, i) => {
-        if (part.type !== 'text') replayer.part(part as PartObject);
-        else {
-          const { text, start, end, providerMetadata } = part as TextPart;
-          if (start) replayer.part(start);
-          // Implicit text is a part of its own, whatever text was open before it.
-          else closeImplicit();
-          const partId = start && typeof start['id'] === 'string' ? start['id'] : undefined;
-          if (!start) current = undefined;
-          if (text || providerMetadata) replayer.delta({ text, partId, providerMetadata });
-          const at = end && (lastDelta.get(end['id']) ?? -1);
-          if (end && at! > i) later.set(at!, end);
-          else if (end) replayer.part(end);
-        }
-        const end = later.get(i);
-        if (end) replayer.part(end);
-      });
-    },
+    parts: (parts) =>
+      replayParts(replayer, parts, () => {
+        // Implicit text is a part of its own, whatever text was open before it.
+        closeImplicit();
+        current = undefined;
+      }),
     end({ status, error }) {
       closeImplicit();
       begin();
       if (ended) return;
       ended = true;
-      if (status === 'complete') send({ type: 'finish' });
-      else if (status === 'cancelled') send({ type: 'abort' });
-      else {
-        const message = error !== null && typeof error === 'object' && !Array.isArray(error) ? error['message'] : undefined;
-        send({ type: 'error', errorText: typeof message === 'string' ? message : 'The turn failed.' });
-      }
+      send(endChunk(status, error));
     },
   };
   return replayer;

@@ -4,7 +4,8 @@ import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { createChunkLogger, createChunkReplayer, type LoggedChunk } from '../../../src/protocol/ai-sdk/mapping.js';
 import { buildUIMessage } from '../../../src/protocol/ai-sdk/ui-message.js';
-import { reduceEvents, turnParts, turnText } from '../../../src/core/turn-reducer.js';
+import { reduceEvents, turnText } from '../../../src/core/turn-reducer.js';
+import { turnParts } from '../../../src/core/turn-read.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 import { anyChunk, referenceMessage, validStream } from './chunks.js';
 

@@ -1,16 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  applyEvent,
-  foldedTurnState,
-  initialTurnState,
-  reduceEvents,
-  turnEntries,
-  turnParts,
-  turnText,
-  type MessagePart,
-  type TurnState,
-} from '../../../src/core/turn-reducer.js';
+import { applyEvent, foldedTurnState, initialTurnState, reduceEvents, turnText, type TurnState } from '../../../src/core/turn-reducer.js';
+import { turnEntries, turnParts, type MessagePart } from '../../../src/core/turn-read.js';
 import type { JsonObject, PartObject, TurnEvent } from '../../../src/protocol/schemas.js';
 
 const TURN = 'turn_abcdefghijklmnop';

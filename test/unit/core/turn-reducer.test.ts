@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  applyEvent,
-  classifyEvent,
-  initialTurnState,
-  reduceEvents,
-  turnText,
-  type TurnState,
-} from '../../../src/core/turn-reducer.js';
+import { applyEvent, classifyEvent, initialTurnState, reduceEvents, turnText, type TurnState } from '../../../src/core/turn-reducer.js';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
 
 const TURN = 'turn_abcdefghijklmnop';
