@@ -154,7 +154,12 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
         for (const error of skipped) emit({ type: 'storage-error', error });
         // What a page journaled but did not get stored; an entry storage holds may have moved on since: left as stored.
         // A copy stays journaled until storage that survives a reload holds its entry.
-        await journal.adopt(async (entry) => (ledger.find(entry.operationId) ? undefined : await ledger.save(entry)) ?? notDurable(), trouble);
+        await journal.adopt(async (entry) => {
+          // Held already (read back, or sent by this page before it started): its copy goes
+          // only once its writes landed in storage that survives a reload, like a new one's.
+          const error = ledger.find(entry.operationId) ? await ledger.settled().then(() => undefined) : await ledger.save(entry);
+          return error ?? notDurable();
+        }, trouble);
         const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
         if (count) emit({ type: 'outbox-replay', count });
       })),

@@ -9,7 +9,7 @@ import { createLifeline } from '../../../src/client.js';
 import { StorageError } from '../../../src/errors.js';
 import { createOutbox } from '../../../src/outbox/outbox.js';
 import { createMemoryStore } from '../../../src/storage/memory-store.js';
-import type { Store } from '../../../src/storage/store.js';
+import type { OutboxRecord, Store } from '../../../src/storage/store.js';
 import type { LifelineClient } from '../../../src/types.js';
 import { baseDeps, createFakeFetch, createFakeStorage, createRecorder, hang } from './helpers.js';
 
@@ -44,6 +44,24 @@ afterEach(() => {
 });
 
 describe('D1: a queued message survives a reload after storage degrades', () => {
+  it('keeps the journal copy of a message sent while start() runs, when its write then degrades storage', async () => {
+    const journal = pageStorage();
+    const fake = createFakeStorage();
+    let durable = true;
+    // Durable until the entry's own write: that one falls back to memory (a quota error degrading the store).
+    const storage = { ...fake, durable: () => durable, putOutbox: async (entry: OutboxRecord) => (await macrotask(), (durable = false), fake.putOutbox(entry)) };
+    const outbox = createOutbox(baseDeps({ storage, journal, fetch: createFakeFetch(hang), emit: createRecorder().emit }));
+    // start() reads storage first; the message is sent meanwhile, so start's journal adoption
+    // finds its copy while the entry's write is still on its way.
+    const started = outbox.start();
+    const { written } = outbox.enqueue('conv', 'sent during start');
+    await started;
+    await expect(written).rejects.toMatchObject({ code: 'storage_not_durable' });
+    await macrotask();
+    expect(journal.length).toBe(1);
+    outbox.dispose();
+  });
+
   it('keeps the journal copy once the store fell back to memory, and the next page sends it', async () => {
     const storage = pageStorage();
     (globalThis as { localStorage?: Storage }).localStorage = storage;
