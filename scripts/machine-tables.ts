@@ -7,6 +7,7 @@
 import { BOOT_TABLE } from '../src/client/boot.js';
 import { INPUT_KEYS, PHASES, ruleFor, type Target } from '../src/core/follow-machine.js';
 import { GUARD_TABLE } from '../src/storage/guarded-store.js';
+import { SHARE_TABLE } from '../src/tabs/turn-share.js';
 
 /** One rendered section: its marker name and its Markdown. */
 export interface Section {
@@ -57,6 +58,7 @@ export function sections(): Section[] {
     { name: 'follower', markdown: followerTable() },
     { name: 'follower-boot', markdown: machineTable(fromTable(BOOT_TABLE, ['restore', 'boot', 'read', 'drop', 'start'])) },
     { name: 'storage-guard', markdown: machineTable(fromTable(GUARD_TABLE, ['opened', 'failed'])) },
+    { name: 'tab-share', markdown: machineTable(fromTable(SHARE_TABLE, ['lock', 'batch', 'leave'])) },
   ];
 }
 

@@ -12,6 +12,22 @@
 import type { Tabs } from '../ports/tabs.js';
 import { lead } from './leadership.js';
 
+/** This tab in a turn's group: `watching` (applies what the leader relays) until it gets the lock, then `leading`; `left` for good. */
+export type SharePhase = 'watching' | 'leading' | 'left';
+export type ShareEvent = 'lock' | 'batch' | 'leave';
+
+/**
+ * The group's table (rendered into docs/architecture.md): a watcher applies relayed batches
+ * and leads once the lock comes; a leader ignores a late batch of the previous leader (its own
+ * stream is the one to trust now); a tab that left hears nothing. Whether any other tab
+ * watches (so relaying is worth a structured clone) is a region of its own.
+ */
+export const SHARE_TABLE: { readonly [P in SharePhase]: { readonly [E in ShareEvent]?: SharePhase } } = {
+  watching: { lock: 'leading', batch: 'watching', leave: 'left' },
+  leading: { leave: 'left' },
+  left: {},
+};
+
 /** What the follower hears from the other tabs. */
 export interface TurnShareHandlers {
   /** This tab leads: it got the lock (`shared`), or the lock manager refused and it streams alone. */
@@ -44,8 +60,13 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
   const channel = locks ? tabs.channel(name) : undefined;
   if (!locks || !channel) return undefined;
   const withdraw = new AbortController();
-  let leading = false;
-  let left = false;
+  let phase: SharePhase = 'watching';
+  /** Moves by `event` when the table allows it here; answers whether it did. */
+  const move = (event: ShareEvent): boolean => {
+    const next = SHARE_TABLE[phase][event];
+    if (next) phase = next;
+    return next !== undefined;
+  };
   /** Another tab follows this turn: only then is relaying (a structured clone per batch) worth it. */
   let watched = false;
   let outgoing: string[] | undefined;
@@ -66,8 +87,7 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
     if (typeof data === 'number') {
       watched = true;
       if (!data) post(1);
-      // A leader ignores a late batch of a previous leader: its own stream is the one to trust now.
-    } else if (!leading) {
+    } else if (move('batch')) {
       const [lastSeq, batch] = Array.isArray(data) ? (data as unknown[]) : [];
       if (typeof lastSeq !== 'number' || !Array.isArray(batch) || !batch.every((item) => typeof item === 'string')) return handlers.onBadBatch();
       handlers.onBatch(lastSeq, batch as string[]);
@@ -76,26 +96,25 @@ export function joinTurnShare(tabs: Tabs, name: string, handlers: TurnShareHandl
   post(0);
   // The leader keeps the lock until it leaves; the browser hands it on when its tab closes.
   void lead(name, { signal: withdraw.signal, locks }, (signal, how) => {
-    leading = true;
+    if (!move('lock')) return Promise.resolve();
     handlers.onLead(how === 'lock');
     return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   });
 
   return {
     relay(data) {
-      if (!watched || !leading) return;
+      if (!watched || phase !== 'leading') return;
       if (!outgoing) {
         outgoing = [];
         queueMicrotask(() => {
-          if (!left) post([lastSeq(), outgoing]);
+          if (phase !== 'left') post([lastSeq(), outgoing]);
           outgoing = undefined;
         });
       }
       if (data !== undefined) outgoing.push(typeof data === 'string' ? data : JSON.stringify(data));
     },
     leave() {
-      if (left) return;
-      left = true;
+      if (!move('leave')) return;
       // Withdraws a request still waiting, or steps down.
       withdraw.abort();
       channel.close();
