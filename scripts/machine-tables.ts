@@ -4,7 +4,9 @@
  * `npm run docs:tables` writes them; test/unit/scripts/machine-tables.test.ts fails when the
  * doc differs from what the code says, so the doc cannot drift.
  */
+import { BOOT_TABLE } from '../src/client/boot.js';
 import { INPUT_KEYS, PHASES, ruleFor, type Target } from '../src/core/follow-machine.js';
+import { GUARD_TABLE } from '../src/storage/guarded-store.js';
 
 /** One rendered section: its marker name and its Markdown. */
 export interface Section {
@@ -38,8 +40,24 @@ export function machineTable({ states, events, to }: MachineTable): string {
   return [head, rule, ...rows].join('\n');
 }
 
+/** A `{ state: { event: next } }` table (next: one state or several) as a {@link MachineTable}. */
+function fromTable(table: Readonly<Record<string, Readonly<Record<string, string | readonly string[] | undefined>>>>, events: readonly string[]): MachineTable {
+  return {
+    states: Object.keys(table),
+    events,
+    to: (state, event) => {
+      const next = table[state]?.[event];
+      return next === undefined ? undefined : typeof next === 'string' ? [next] : next;
+    },
+  };
+}
+
 export function sections(): Section[] {
-  return [{ name: 'follower', markdown: followerTable() }];
+  return [
+    { name: 'follower', markdown: followerTable() },
+    { name: 'follower-boot', markdown: machineTable(fromTable(BOOT_TABLE, ['restore', 'boot', 'read', 'drop', 'start'])) },
+    { name: 'storage-guard', markdown: machineTable(fromTable(GUARD_TABLE, ['opened', 'failed'])) },
+  ];
 }
 
 /** `doc` with every section replaced by its rendering; throws when a marker is missing. */

@@ -10,6 +10,7 @@ import type { LoadedTurn } from '../storage/store.js';
 import { follow } from '../follow/follower.js';
 import type { FollowerDeps, TurnFollower } from '../follow/types.js';
 import type { ExternalStore, Turn, TurnSnapshot } from '../types.js';
+import { createBooter } from './boot.js';
 
 export interface FollowerRegistry {
   /** Every followed turn, by id. */
@@ -71,40 +72,6 @@ function createTurnList(followers: ReadonlyMap<string, TurnFollower>, schedule: 
   };
 }
 
-/** What booting a follower needs from the registry. */
-interface BootContext {
-  ready: () => Promise<void>;
-  signal: AbortSignal;
-  persistence: FollowerDeps['persistence'];
-  /** The follower is still the registry's one for its id (not cleared meanwhile). */
-  current(follower: TurnFollower): boolean;
-}
-
-/**
- * Starts followers once stored turns are loaded, from what storage holds of them, and
- * keeps their storage reads by turn id: `hydrate` waits for those of its conversation,
- * whoever started them.
- */
-function createBooter({ ready, signal, persistence, current }: BootContext) {
-  const booting = new Map<string, Promise<void>>();
-  /** `replayFirst` as {@link TurnFollower.start}, whose promise this answers. */
-  const boot = (follower: TurnFollower, replayFirst?: boolean): Promise<void> => {
-    let wanted = false;
-    const read = (async () => {
-      await ready();
-      if (signal.aborted || !current(follower)) return;
-      // Storage is read only for a follower holding nothing yet (not restored, no events arrived meanwhile).
-      const empty = (): boolean => follower.lastSeq === 0 && !follower.done;
-      const stored = empty() ? await persistence.loadTurn(follower.id) : undefined;
-      if (stored && empty()) follower.restore(stored);
-      wanted = true;
-    })().finally(() => booting.get(follower.id) === read && booting.delete(follower.id));
-    booting.set(follower.id, read);
-    return read.then(() => (wanted ? follower.start(replayFirst) : undefined));
-  };
-  return { boot, booting: booting as ReadonlyMap<string, Promise<void>> };
-}
-
 /**
  * `ready` resolves once stored turns are loaded (`client.ready`); `signal` aborts when the
  * client is disposed.
@@ -122,7 +89,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     return follower;
   };
 
-  const { boot, booting } = createBooter({ ready, signal, persistence, current: (follower) => followers.get(follower.id) === follower });
+  const { boot, booting, restoreInto } = createBooter({ ready, signal, persistence, current: (follower) => followers.get(follower.id) === follower });
 
   return {
     followers,
@@ -134,7 +101,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
     },
     restore(loaded) {
       const restored = loaded.filter(({ record }) => !followers.has(record.id));
-      for (const turn of restored) create(turn.record.id).restore(turn);
+      for (const turn of restored) restoreInto(create(turn.record.id), turn);
       return restored;
     },
     async hydrate(conversationId) {
@@ -150,7 +117,7 @@ export function createFollowerRegistry(deps: Omit<FollowerDeps, 'onChange'>, rea
         }
         const follower = create(record.id);
         // Folded: the row is the whole turn, nothing more to read.
-        if (record.text !== undefined) follower.restore({ record, events: [] });
+        if (record.text !== undefined) restoreInto(follower, { record, events: [] });
         loading.push(boot(follower));
       }
       // `conversation.ready` promises these turns in the snapshot: an unfolded one (ended just

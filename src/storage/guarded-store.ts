@@ -10,6 +10,29 @@ import type { Diagnostic, ExternalStore, StorageStatus } from '../types.js';
 import { createMemoryStore } from './memory-store.js';
 import type { Store } from './store.js';
 
+/** What moves the guard's status: the store opened, or an operation on it failed. */
+export type GuardEvent = 'opened' | 'failed';
+
+/**
+ * The guard's status as a table (rendered into docs/architecture.md): `opening` until the
+ * store opened (`ok`, or `memory` when memory was chosen); any failure before degrading
+ * switches to a memory store for the session (`degraded`, once; a failure there answers the
+ * operation's fallback and changes nothing).
+ */
+export const GUARD_TABLE: { readonly [S in StorageStatus['state']]: { readonly [E in GuardEvent]?: readonly StorageStatus['state'][] } } = {
+  opening: { opened: ['ok', 'memory'], failed: ['degraded'] },
+  ok: { failed: ['degraded'] },
+  memory: { failed: ['degraded'] },
+  degraded: {},
+};
+
+/** Where `event` takes the guard from `state` (`undefined`: nowhere, it means nothing there); `memoryByChoice` picks `memory` over `ok`. */
+export function guardStep(state: StorageStatus['state'], event: GuardEvent, memoryByChoice: boolean): StorageStatus['state'] | undefined {
+  const to = GUARD_TABLE[state][event];
+  if (!to) return undefined;
+  return event === 'opened' ? (memoryByChoice ? 'memory' : 'ok') : to[0];
+}
+
 /** One operation on whichever store is current. */
 export type Operation<T> = (store: Store) => Promise<T>;
 
@@ -68,7 +91,8 @@ export function createGuardedStore(primary: Store, { now, emit, persist: askPers
     try {
       return await operation(used);
     } catch (error) {
-      if (used == store && status.state != 'degraded') {
+      const next = used == store ? guardStep(status.state, 'failed', false) : undefined;
+      if (next) {
         store = createMemoryStore();
         delete used.onTrouble;
         try {
@@ -76,7 +100,7 @@ export function createGuardedStore(primary: Store, { now, emit, persist: askPers
         } catch {
           // Best effort: the broken store is not used again (an app's Store may throw here).
         }
-        setStatus({ ...status, state: 'degraded', kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
+        setStatus({ ...status, state: next, kind: used.kind, cause: asStorageError(error, 'Storage failed.') });
       }
       return operation(store);
     }
@@ -95,7 +119,8 @@ export function createGuardedStore(primary: Store, { now, emit, persist: askPers
       await guard(async (target) => {
         target.onTrouble = (error) => report([error]);
         await target.open();
-        if (status.state == 'opening') setStatus({ ...status, state: primary.kind == 'memory' ? 'memory' : 'ok' });
+        const next = guardStep(status.state, 'opened', primary.kind == 'memory');
+        if (next) setStatus({ ...status, state: next });
       });
       // No Storage API, or a refusal, answers false.
       if (persist) setStatus({ ...status, persisted: await askPersist().catch(() => false) });

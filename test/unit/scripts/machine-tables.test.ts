@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderInto, sections } from '../../../scripts/machine-tables.js';
+import { GUARD_TABLE, guardStep } from '../../../src/storage/guarded-store.js';
 
 const doc = readFileSync(new URL('../../../docs/architecture.md', import.meta.url), 'utf8');
 
@@ -27,5 +28,19 @@ describe('the generated machine tables in docs/architecture.md', () => {
     const rows = follower.split('\n').slice(2);
     for (const row of rows) expect(row.split('|').length).toBe(follower.split('\n')[0]!.split('|').length);
     expect(follower).toContain('| opened | · | · | · | `streaming` |');
+  });
+
+  it('the storage guard moves only where its table says, and degrades once', () => {
+    for (const state of Object.keys(GUARD_TABLE) as (keyof typeof GUARD_TABLE)[]) {
+      for (const event of ['opened', 'failed'] as const) {
+        for (const memoryByChoice of [false, true]) {
+          const next = guardStep(state, event, memoryByChoice);
+          if (next === undefined) expect(GUARD_TABLE[state][event]).toBeUndefined();
+          else expect(GUARD_TABLE[state][event]).toContain(next);
+        }
+      }
+    }
+    expect(guardStep('degraded', 'failed', false)).toBeUndefined();
+    expect(guardStep('opening', 'opened', true)).toBe('memory');
   });
 });
