@@ -49,9 +49,16 @@ export const KB = 1024;
  * `client.drill` (cut, stall and replay a turn on purpose, for `lifeline/devtools`) measured
  * +0.23 kB (26.91 → 27.14 kB): the ceiling is 27.25 kB. The devtools panel itself is printed
  * below with no budget: it is a development entry, tree-shaken from production builds.
+ *
+ * The follower as a readable table (its state a union by phase with status and connection
+ * derived, the transitions as data keyed by phase and input, each with the phases it may
+ * lead to, the hot path's decisions as a pure function, the follower split into its shell
+ * and its handle) and the boot, storage-guard and tab-sharing tables measured 27.17 → 28.20 kB,
+ * with the round's other changes landed meanwhile: the ceiling is 28.5 kB. The issue puts
+ * readability first; the 25 kB target stays printed, unmet.
  */
 export const BUDGETS = {
-  'lifeline (without zod)': 27.25 * KB,
+  'lifeline (without zod)': 28.5 * KB,
   'lifeline/react': 2 * KB,
   // Type-only imports of `ai`: none of its code is in this entry.
   'lifeline/ai-sdk': 4.5 * KB,
