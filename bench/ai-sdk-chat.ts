@@ -1,5 +1,5 @@
 /**
- * The AI SDK page (`useChat` over `lifeline/ai-sdk`) in headless Chromium, measured (not
+ * The AI SDK page (`useChat` over `lifeline-chat/ai-sdk`) in headless Chromium, measured (not
  * asserted): how soon a reloaded page shows and resumes a live answer, and how many
  * network streams one turn costs when a second tab opens the chat. The example server
  * runs the mock model through the real `streamText`; pages load through the fault proxy,

@@ -46,7 +46,7 @@ export const KB = 1024;
  * (docs/size.md); the enforced figure is 27 kB so the suite catches further growth while the
  * next round buys the 2 kB back.
  *
- * `client.drill` (cut, stall and replay a turn on purpose, for `lifeline/devtools`) measured
+ * `client.drill` (cut, stall and replay a turn on purpose, for `lifeline-chat/devtools`) measured
  * +0.23 kB (26.91 → 27.14 kB): the ceiling is 27.25 kB. The devtools panel itself is printed
  * below with no budget: it is a development entry, tree-shaken from production builds.
  *
@@ -58,19 +58,19 @@ export const KB = 1024;
  * readability first; the 25 kB target stays printed, unmet.
  */
 export const BUDGETS = {
-  'lifeline (without zod)': 28.5 * KB,
-  'lifeline/react': 2 * KB,
+  'lifeline-chat (without zod)': 28.5 * KB,
+  'lifeline-chat/react': 2 * KB,
   // Type-only imports of `ai`: none of its code is in this entry.
-  'lifeline/ai-sdk': 4.5 * KB,
-  'lifeline/ai-sdk/react': 1 * KB,
+  'lifeline-chat/ai-sdk': 4.5 * KB,
+  'lifeline-chat/ai-sdk/react': 1 * KB,
   // Not a size budget: proof that production builds drop the panel (its development build has no budget).
-  'lifeline/devtools (production build)': 0.25 * KB,
+  'lifeline-chat/devtools (production build)': 0.25 * KB,
 };
 
 /** Product targets printed beside the enforced budgets (min+gz bytes). */
 export const TARGETS = {
-  'lifeline (without zod)': 25 * KB,
-  'lifeline/react': 2 * KB,
+  'lifeline-chat (without zod)': 25 * KB,
+  'lifeline-chat/react': 2 * KB,
 };
 
 /**
@@ -97,39 +97,39 @@ function keepInside(dir, asName) {
  */
 function entries() {
   return [
-    { name: 'lifeline (with zod)', file: 'index.js', platform: 'browser', external: [] },
-    { name: 'lifeline (without zod)', file: 'index.js', platform: 'browser', external: ['zod'] },
+    { name: 'lifeline-chat (with zod)', file: 'index.js', platform: 'browser', external: [] },
+    { name: 'lifeline-chat (without zod)', file: 'index.js', platform: 'browser', external: ['zod'] },
     {
-      name: 'lifeline/react',
+      name: 'lifeline-chat/react',
       file: 'react/index.js',
       platform: 'browser',
-      external: ['react', 'react-dom', 'lifeline'],
-      plugins: [keepInside(join(dist, 'react'), 'lifeline')],
+      external: ['react', 'react-dom', 'lifeline-chat'],
+      plugins: [keepInside(join(dist, 'react'), 'lifeline-chat')],
     },
     {
-      name: 'lifeline/ai-sdk',
+      name: 'lifeline-chat/ai-sdk',
       file: 'ai-sdk/index.js',
       platform: 'browser',
-      external: ['ai', 'lifeline'],
-      plugins: [keepInside(join(dist, 'ai-sdk'), 'lifeline')],
+      external: ['ai', 'lifeline-chat'],
+      plugins: [keepInside(join(dist, 'ai-sdk'), 'lifeline-chat')],
     },
     {
-      name: 'lifeline/ai-sdk/react',
+      name: 'lifeline-chat/ai-sdk/react',
       file: 'ai-sdk/react/index.js',
       platform: 'browser',
-      external: ['react', 'ai', 'lifeline'],
-      plugins: [keepInside(join(dist, 'ai-sdk', 'react'), 'lifeline/ai-sdk')],
+      external: ['react', 'ai', 'lifeline-chat'],
+      plugins: [keepInside(join(dist, 'ai-sdk', 'react'), 'lifeline-chat/ai-sdk')],
     },
     // The panel as a development build bundles it, and what a production build keeps of it (nothing but a no-op).
     ...['development', 'production'].map((mode) => ({
-      name: `lifeline/devtools (${mode} build)`,
+      name: `lifeline-chat/devtools (${mode} build)`,
       file: 'devtools/index.js',
       platform: 'browser',
-      external: ['react', 'react-dom', 'lifeline'],
-      plugins: [keepInside(join(dist, 'devtools'), 'lifeline')],
+      external: ['react', 'react-dom', 'lifeline-chat'],
+      plugins: [keepInside(join(dist, 'devtools'), 'lifeline-chat')],
       define: { 'process.env.NODE_ENV': JSON.stringify(mode) },
     })),
-    { name: 'lifeline/server (without zod)', file: 'server/index.js', platform: 'node', external: ['zod'] },
+    { name: 'lifeline-chat/server (without zod)', file: 'server/index.js', platform: 'node', external: ['zod'] },
   ];
 }
 

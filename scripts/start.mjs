@@ -25,7 +25,7 @@ function newest(dir) {
 const entries = ['dist/index.js', 'dist/react/index.js', 'dist/server/index.js'].map((p) => join(root, p));
 const built = entries.every((p) => existsSync(p)) ? Math.min(...entries.map((p) => statSync(p).mtimeMs)) : 0;
 if (built < newest(join(root, 'src'))) {
-  console.log('Building the lifeline package (npm run build)…');
+  console.log('Building the lifeline-chat package (npm run build)…');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const result = spawnSync(npm, ['run', 'build'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);

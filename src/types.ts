@@ -200,7 +200,7 @@ export interface LifelineClient {
   readonly ready: Promise<void>;
   /**
    * Sets off a {@link DrillKind} fault on a turn this client follows, for development tools
-   * (`lifeline/devtools`) and tests. Answers whether it applied: `cut` and `stall` need the
+   * (`lifeline-chat/devtools`) and tests. Answers whether it applied: `cut` and `stall` need the
    * turn's own stream open or opening (not a replay, not another tab's relay), `replay` a turn
    * that is live or ended and verified. Says a `drill` diagnostic either way. Throws
    * `invalid_argument` for an unknown drill or an invalid id.

@@ -48,7 +48,7 @@ window.__bench = { txStarts: [], txPending: 0, txByMode: {}, longTasks: [], erro
 
 const bundles = new Map<string, Promise<string>>();
 
-/** esbuild bundle of one page entry; `lifeline` resolves through the package's exports to dist/. */
+/** esbuild bundle of one page entry; `lifeline-chat` resolves through the package's exports to dist/. */
 function pageBundle(name: string): Promise<string> {
   let bundle = bundles.get(name);
   if (!bundle) {

@@ -1,7 +1,7 @@
 // Resume and stall benchmarks: follows turns with the real client and records, in epoch
 // ms (Date.now, the same clock the bench process uses), when each event was applied and
 // when each diagnostic happened.
-import { createLifeline, type Diagnostic } from 'lifeline';
+import { createLifeline, type Diagnostic } from 'lifeline-chat';
 import { getConfig, probe, runPage } from './probe.js';
 
 export interface TimelineConfig {

@@ -1,5 +1,5 @@
 // Memory: JS heap held by one followed turn, after garbage collection, per byte of its text.
-import { createLifeline } from 'lifeline';
+import { createLifeline } from 'lifeline-chat';
 import { getConfig, idbSettled, runPage, sha256Hex } from './probe.js';
 import type { ThroughputConfig } from './throughput-types.js';
 

@@ -1,6 +1,6 @@
 // Contender: Lifeline as an app uses it: createLifeline (zod validation, IndexedDB
 // persistence), following the turn to completion, its text verified afterwards.
-import { createLifeline } from 'lifeline';
+import { createLifeline } from 'lifeline-chat';
 import { getConfig, idbSettled, probe, runPage, sha256Hex, startLagProbe, windowStats } from './probe.js';
 import type { ThroughputConfig } from './throughput-types.js';
 

@@ -1,11 +1,11 @@
 /**
- * The soak's page side, bundled (with the BUILT `lifeline` package) into an init script
+ * The soak's page side, bundled (with the BUILT `lifeline-chat` package) into an init script
  * that runs at the start of every load of a soak tab, so a reload restarts it exactly
  * as an app would start. It follows every turn the client knows, and reports each
  * applied event, each attach (with the state the turn already had), each completion and
  * every error to the soak process through the `__soakRecord` binding.
  */
-import { createLifeline, type Diagnostic, type LifelineClient } from 'lifeline';
+import { createLifeline, type Diagnostic, type LifelineClient } from 'lifeline-chat';
 import { canonicalJson } from './canonical.js';
 
 /** What the soak passes to each tab's init script. */

@@ -13,7 +13,7 @@ import type { DriverConfig, SoakMessage } from './page-driver.js';
 const NAMESPACE = 'soak';
 
 let driverSource: Promise<string> | undefined;
-/** The page driver bundled with the BUILT package (`lifeline` resolves to dist/ through the exports map). */
+/** The page driver bundled with the BUILT package (`lifeline-chat` resolves to dist/ through the exports map). */
 function driverBundle(): Promise<string> {
   driverSource ??= build({
     entryPoints: [fileURLToPath(new URL('./page-driver.ts', import.meta.url))],

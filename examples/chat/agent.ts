@@ -4,8 +4,8 @@
  * closing text; asked about the weather, a reasoning part and a `get_weather` tool call
  * (structured parts) before the text. No model is involved; the point is a realistic stream to break.
  */
-import type { Agent, AgentEvent } from 'lifeline/server';
-import type { JsonValue, MessageContent } from 'lifeline/server';
+import type { Agent, AgentEvent } from 'lifeline-chat/server';
+import type { JsonValue, MessageContent } from 'lifeline-chat/server';
 
 /** Options of {@link createFakeAgent}. */
 export interface FakeAgentOptions {

@@ -1,12 +1,12 @@
 /**
  * The example server's agent: messages sent by the AI SDK page (`useChat` over
- * `lifeline/ai-sdk`, whose content is the `UIMessage` itself, docs/protocol.md §9) are
+ * `lifeline-chat/ai-sdk`, whose content is the `UIMessage` itself, docs/protocol.md §9) are
  * answered by the deterministic mock models through the real `streamText` (the weather model,
  * or the tools model for its questions and every continuation); everything else by the fake
  * agent of the Lifeline hooks page. One handler and one turn log serve both pages.
  */
-import type { Agent, MessageContent, TurnLog } from 'lifeline/server';
-import { uiMessageAgent } from 'lifeline/server/ai-sdk';
+import type { Agent, MessageContent, TurnLog } from 'lifeline-chat/server';
+import { uiMessageAgent } from 'lifeline-chat/server/ai-sdk';
 import { createFakeAgent } from './agent.js';
 import { streamAnswer } from './ai-model.js';
 import { isToolsQuestion, pageTools, requestNote, streamTools } from './ai-tools-model.js';

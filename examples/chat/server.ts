@@ -19,9 +19,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline/server';
-import { DEFAULT_DRAIN_MS, toNodeListener } from 'lifeline/server/node';
-import { createRedisTurnLog } from 'lifeline/server/redis';
+import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline-chat/server';
+import { DEFAULT_DRAIN_MS, toNodeListener } from 'lifeline-chat/server/node';
+import { createRedisTurnLog } from 'lifeline-chat/server/redis';
 import { tokensPerSecondFromEnv } from './agent.js';
 import { createExampleAgent, modelDelayFromEnv } from './ai-agent.js';
 import { createFaultLab, type FaultLab } from './fault-lab.js';

@@ -5,7 +5,7 @@
  * options. The `/support` page asks `GET /__example/config` for the part it may know.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { LifelineHandlerOptions, MeterLike, OperatorAuditEntry } from 'lifeline/server';
+import type { LifelineHandlerOptions, MeterLike, OperatorAuditEntry } from 'lifeline-chat/server';
 
 export interface SupportSettings {
   /** Operators send `Authorization: Bearer <token>`; absent: the operator API is off. */

@@ -4,7 +4,7 @@ import { defineConfig } from 'vite';
 
 const page = (name: string): string => fileURLToPath(new URL(name, import.meta.url));
 
-// `lifeline`, `lifeline/react` and `lifeline/ai-sdk` resolve through the package's own
+// `lifeline-chat`, `lifeline-chat/react` and `lifeline-chat/ai-sdk` resolve through the package's own
 // `exports` to dist/, exactly what an app installing the package gets (so `npm run build`
 // runs first). Three pages: index.html (Lifeline's hooks), ai.html (the AI SDK's useChat) and
 // support.html (the operator API's view).

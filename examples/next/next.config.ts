@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { NextConfig } from 'next';
 
-// The repository root: where node_modules is, and where `lifeline` resolves to its own
+// The repository root: where node_modules is, and where `lifeline-chat` resolves to its own
 // package (its `exports`, the built dist/), as it does for an app that installed it.
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

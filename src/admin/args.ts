@@ -1,12 +1,12 @@
-/** The command line of `lifeline-admin`, parsed into one {@link AdminCommand}. */
+/** The command line of `lifeline-chat-admin`, parsed into one {@link AdminCommand}. */
 import { parseArgs } from 'node:util';
 import { headerOf, usage } from '../conformance/cli-args.js';
 import { ID_PATTERN, type OperatorState } from '../protocol/schemas.js';
 
-export const USAGE = `Usage: lifeline-admin <base-url> <command> [options]
+export const USAGE = `Usage: lifeline-chat-admin <base-url> <command> [options]
 
 Support tooling over a Lifeline server's operator API (protocol 1.2 section 11).
-Example: lifeline-admin http://127.0.0.1:8787/api list --stuck --header 'Authorization: Bearer x'
+Example: lifeline-chat-admin http://127.0.0.1:8787/api list --stuck --header 'Authorization: Bearer x'
 
 Commands:
   list --live|--stuck|--undelivered|--mismatch|--failed

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `lifeline-admin <base-url> list|show|end`: the operator API (docs/protocol.md section 11) from a shell. */
+/** `lifeline-chat-admin <base-url> list|show|end`: the operator API (docs/protocol.md section 11) from a shell. */
 import { parseAdminArgs, USAGE, type AdminInvocation } from './args.js';
 import { formatList, formatTurn } from './format.js';
 import { operatorRequest } from './request.js';

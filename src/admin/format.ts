@@ -1,4 +1,4 @@
-/** The human-readable output of `lifeline-admin` (with `--json` the server's answer is printed as it came). */
+/** The human-readable output of `lifeline-chat-admin` (with `--json` the server's answer is printed as it came). */
 
 interface TurnLike {
   id?: unknown;

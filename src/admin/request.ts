@@ -1,4 +1,4 @@
-/** One request of `lifeline-admin` to the operator API, and what came of it. */
+/** One request of `lifeline-chat-admin` to the operator API, and what came of it. */
 import type { AdminInvocation } from './args.js';
 
 export type AdminAnswer =

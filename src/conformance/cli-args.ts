@@ -1,12 +1,12 @@
-/** The command line of `lifeline-conformance`, parsed into {@link ConformanceOptions}. */
+/** The command line of `lifeline-chat-conformance`, parsed into {@link ConformanceOptions}. */
 import { parseArgs } from 'node:util';
 import { LifelineError } from '../errors.js';
 import type { ConformanceOptions } from './context.js';
 
-export const USAGE = `Usage: lifeline-conformance <base-url> [options]
+export const USAGE = `Usage: lifeline-chat-conformance <base-url> [options]
 
 Checks a server against the Lifeline wire protocol 1.2 over HTTP.
-Example: lifeline-conformance http://127.0.0.1:8787/api
+Example: lifeline-chat-conformance http://127.0.0.1:8787/api
 
 Options:
   --only s2,s3           run only these sections (s0–s5, s9, s10, s11) or check ids (s2.seq-contiguous)
@@ -39,7 +39,7 @@ function milliseconds(name: string, value: string | undefined): number | undefin
   return Number(value);
 }
 
-/** One `--header 'Name: value'`, name lowercased; shared by `lifeline-conformance` and `lifeline-admin`. */
+/** One `--header 'Name: value'`, name lowercased; shared by `lifeline-chat-conformance` and `lifeline-chat-admin`. */
 export function headerOf(raw: string): [string, string] {
   const colon = raw.indexOf(':');
   const name = colon === -1 ? '' : raw.slice(0, colon).trim();

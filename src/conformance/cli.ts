@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `lifeline-conformance <base-url>`: runs the suite and prints one line per check (or JSON). */
+/** `lifeline-chat-conformance <base-url>`: runs the suite and prints one line per check (or JSON). */
 import { isLifelineError } from '../errors.js';
 import { parseCliArgs, USAGE } from './cli-args.js';
 import { formatJson, formatResult, formatSummary } from './report.js';

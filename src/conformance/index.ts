@@ -1,4 +1,4 @@
-// `lifeline/conformance`: the protocol conformance suite, for Node.
+// `lifeline-chat/conformance`: the protocol conformance suite, for Node.
 export { runConformance, selectChecks } from './run.js';
 export type { ConformanceReport } from './run.js';
 export type { ConformanceOptions } from './context.js';

@@ -50,8 +50,8 @@ function Panel({ client, onClose, style }: { client: LifelineClient; onClose?: (
 }
 
 /**
- * The panel, in every build. `lifeline/devtools` exports this in development and a component
- * that renders nothing in production; `lifeline/devtools/production` exports this always.
+ * The panel, in every build. `lifeline-chat/devtools` exports this in development and a component
+ * that renders nothing in production; `lifeline-chat/devtools/production` exports this always.
  *
  * @example
  * <LifelineDevtools client={client} />                 // a floating button, bottom right

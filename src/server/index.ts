@@ -1,6 +1,6 @@
 // The reference server's public face: Web-standard Request/Response only, so it type-checks
 // and runs without Node (edge functions, Next.js routes, Deno, Bun). The Node `http` adapter
-// is its own entry, `lifeline/server/node` (./node/index.ts).
+// is its own entry, `lifeline-chat/server/node` (./node/index.ts).
 export type { TurnLog, StoredTurn, ExpiredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, EventPage, DeliveryOutcome, StopRequest } from './log/turn-log.js';
 export type { OperatorQuery } from './log/operator-index.js';
 export type { OperatorAuditEntry } from './http/operator-access.js';

@@ -13,7 +13,7 @@ export interface CounterLike {
 export interface HistogramLike {
   record(value: number, attributes?: Record<string, string>): void;
 }
-/** The part of an OpenTelemetry `Meter` (`metrics.getMeter('lifeline')`) used here. */
+/** The part of an OpenTelemetry `Meter` (`metrics.getMeter('lifeline-chat')`) used here. */
 export interface MeterLike {
   createCounter(name: string, options?: { description?: string; unit?: string }): CounterLike;
   createHistogram(name: string, options?: { description?: string; unit?: string }): HistogramLike;

@@ -71,7 +71,7 @@ afterAll(async () => {
   disposeScratch(packed);
 });
 
-const installed = (...path: string[]) => join(apps.app, 'node_modules', 'lifeline', ...path);
+const installed = (...path: string[]) => join(apps.app, 'node_modules', 'lifeline-chat', ...path);
 
 describe('the packed package', () => {
   it('builds on pack and ships dist/, the sources its maps name, LICENSE and README only', () => {
@@ -98,11 +98,11 @@ describe('the packed package', () => {
     expect(license).toContain('Copyright (c) 2026 The Lifeline authors');
   });
 
-  it('imports every entry from Node as ESM; the Node adapter only from lifeline/server/node', async () => {
+  it('imports every entry from Node as ESM; the Node adapter only from lifeline-chat/server/node', async () => {
     const manifest = installedManifest(apps.app);
     expect(Object.keys(manifest.exports).sort()).toEqual(['.', './ai-sdk', './ai-sdk/react', './conformance', './devtools', './devtools/production', './package.json', './react', './server', './server/ai-sdk', './server/node', './server/redis']);
     const script = [
-      "const entries = ['lifeline', 'lifeline/react', 'lifeline/server', 'lifeline/server/node', 'lifeline/server/redis', 'lifeline/ai-sdk', 'lifeline/ai-sdk/react', 'lifeline/server/ai-sdk', 'lifeline/conformance', 'lifeline/devtools', 'lifeline/devtools/production'];",
+      "const entries = ['lifeline-chat', 'lifeline-chat/react', 'lifeline-chat/server', 'lifeline-chat/server/node', 'lifeline-chat/server/redis', 'lifeline-chat/ai-sdk', 'lifeline-chat/ai-sdk/react', 'lifeline-chat/server/ai-sdk', 'lifeline-chat/conformance', 'lifeline-chat/devtools', 'lifeline-chat/devtools/production'];",
       'const names = {};',
       'for (const entry of entries) names[entry] = Object.keys(await import(entry)).sort();',
       'console.log(JSON.stringify(names));',
@@ -111,19 +111,19 @@ describe('the packed package', () => {
     const result = await command(process.execPath, ['import-all.mjs'], apps.app);
     expect(result.code, report(result)).toBe(0);
     const names = JSON.parse(result.stdout) as Record<string, string[]>;
-    expect(names['lifeline']).toEqual(expect.arrayContaining(['createLifeline', 'LifelineError', 'createMemoryStore']));
-    expect(names['lifeline/react']).toEqual(expect.arrayContaining(['LifelineProvider', 'useConversation', 'useTurn']));
-    expect(names['lifeline/server']).toEqual(expect.arrayContaining(['createLifelineHandler', 'createMemoryTurnLog']));
-    expect(names['lifeline/server']).not.toContain('serve');
-    expect(names['lifeline/server']).not.toContain('toNodeListener');
-    expect(names['lifeline/server/node']).toEqual(['DEFAULT_DRAIN_MS', 'answerRefusedRequests', 'serve', 'toNodeListener']);
-    expect(names['lifeline/server/redis']).toEqual(expect.arrayContaining(['createRedisTurnLog']));
-    expect(names['lifeline/ai-sdk']).toEqual(expect.arrayContaining(['createChatTransport']));
-    expect(names['lifeline/ai-sdk/react']).toEqual(['useInitialMessages']);
-    expect(names['lifeline/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
-    expect(names['lifeline/conformance']).toEqual(expect.arrayContaining(['runConformance']));
-    expect(names['lifeline/devtools']).toEqual(['LifelineDevtools']);
-    expect(names['lifeline/devtools/production']).toEqual(['LifelineDevtools']);
+    expect(names['lifeline-chat']).toEqual(expect.arrayContaining(['createLifeline', 'LifelineError', 'createMemoryStore']));
+    expect(names['lifeline-chat/react']).toEqual(expect.arrayContaining(['LifelineProvider', 'useConversation', 'useTurn']));
+    expect(names['lifeline-chat/server']).toEqual(expect.arrayContaining(['createLifelineHandler', 'createMemoryTurnLog']));
+    expect(names['lifeline-chat/server']).not.toContain('serve');
+    expect(names['lifeline-chat/server']).not.toContain('toNodeListener');
+    expect(names['lifeline-chat/server/node']).toEqual(['DEFAULT_DRAIN_MS', 'answerRefusedRequests', 'serve', 'toNodeListener']);
+    expect(names['lifeline-chat/server/redis']).toEqual(expect.arrayContaining(['createRedisTurnLog']));
+    expect(names['lifeline-chat/ai-sdk']).toEqual(expect.arrayContaining(['createChatTransport']));
+    expect(names['lifeline-chat/ai-sdk/react']).toEqual(['useInitialMessages']);
+    expect(names['lifeline-chat/server/ai-sdk']).toEqual(expect.arrayContaining(['uiMessageAgent']));
+    expect(names['lifeline-chat/conformance']).toEqual(expect.arrayContaining(['runConformance']));
+    expect(names['lifeline-chat/devtools']).toEqual(['LifelineDevtools']);
+    expect(names['lifeline-chat/devtools/production']).toEqual(['LifelineDevtools']);
   });
 
   it('loads every entry with require() where Node allows require(esm), ERR_REQUIRE_ESM before; no entry is import-only', async () => {
@@ -131,7 +131,7 @@ describe('the packed package', () => {
     const conditions = Object.entries(manifest.exports).filter(([key]) => key !== './package.json');
     // An "import" condition is what made require() fail where it could have worked.
     for (const [key, value] of conditions) expect(Object.keys(value as object), key).toEqual(['types', 'default']);
-    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline' : `lifeline/${key.slice(2)}`));
+    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline-chat' : `lifeline/${key.slice(2)}`));
     const script = [
       `const entries = ${JSON.stringify(entries)};`,
       '(async () => {',
@@ -185,7 +185,7 @@ describe('a strict TypeScript consumer', () => {
     expect(diagnostics, lines(diagnostics)).toEqual([]);
   });
 
-  it('type-checks lifeline/server in a project without Node types (an edge or Next.js route)', () => {
+  it('type-checks lifeline-chat/server in a project without Node types (an edge or Next.js route)', () => {
     expect(existsSync(join(apps.web, 'node_modules', '@types', 'node'))).toBe(false);
     const diagnostics = typeCheck(apps.web, { ...STRICT, lib: ['ES2023', 'DOM'], types: [], ...BUNDLER }, ['edge-route.ts']);
     expect(diagnostics, lines(diagnostics)).toEqual([]);
@@ -208,8 +208,8 @@ describe('the documentation', () => {
   it('says how to install the package today, that it is ESM-only, and where the option defaults are', () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
     const install = /^## Install\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? '';
-    expect(install).toMatch(/npm install \S*lifeline-0\.1\.0\.tgz/);
-    expect(install).toMatch(/registry name `lifeline` belongs to\s+an unrelated package/);
+    expect(install).toMatch(/npm install \S*lifeline-chat-0\.1\.0\.tgz/);
+    expect(install).toMatch(/named `lifeline-chat` \(the registry name `lifeline` belongs to an unrelated\s+package/);
     expect(install).toMatch(/ESM-only/);
     expect(install).toContain('ERR_REQUIRE_ESM');
     expect(readme).not.toContain('src/types.ts');
@@ -220,12 +220,12 @@ describe('the documentation', () => {
     const rows = new Set([...readme.matchAll(/^\| `(lifeline[^`]*)` \|/gm)].map((match) => match[1]));
     const entries = Object.keys(installedManifest(apps.app).exports)
       .filter((key) => key !== './package.json')
-      .map((key) => (key === '.' ? 'lifeline' : `lifeline/${key.slice(2)}`));
+      .map((key) => (key === '.' ? 'lifeline-chat' : `lifeline/${key.slice(2)}`));
     expect(entries.filter((entry) => !rows.has(entry))).toEqual([]);
   });
 
   it("documents every option's default in the declarations the package ships", () => {
-    const roots = ['index', 'react/index', 'server/index', 'server/node/index', 'server/log/redis/index'].map((entry) => `node_modules/lifeline/dist/${entry}.d.ts`);
+    const roots = ['index', 'react/index', 'server/index', 'server/node/index', 'server/log/redis/index'].map((entry) => `node_modules/lifeline-chat/dist/${entry}.d.ts`);
     const program = createProgram(apps.app, { ...STRICT, ...NODENEXT }, roots);
     const checker = program.getTypeChecker();
     const undocumented: string[] = [];

@@ -112,7 +112,7 @@ export function disposeScratch(packed: PackedPackage | undefined): void {
 
 /** The installed package's manifest. */
 export function installedManifest(app: string): { exports: Record<string, unknown>; files?: string[] } {
-  return JSON.parse(readFileSync(join(app, 'node_modules', 'lifeline', 'package.json'), 'utf8')) as {
+  return JSON.parse(readFileSync(join(app, 'node_modules', 'lifeline-chat', 'package.json'), 'utf8')) as {
     exports: Record<string, unknown>;
     files?: string[];
   };

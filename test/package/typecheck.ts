@@ -46,7 +46,7 @@ export function createProgram(dir: string, compilerOptions: Record<string, unkno
 export function typeCheck(dir: string, compilerOptions: Record<string, unknown>, files: readonly string[]): Diagnostics {
   const program = createProgram(dir, { ...compilerOptions, skipLibCheck: false }, files);
   const roots = program.getRootFileNames();
-  const ours = (file: ts.SourceFile) => roots.includes(file.fileName) || file.fileName.includes('/node_modules/lifeline/');
+  const ours = (file: ts.SourceFile) => roots.includes(file.fileName) || file.fileName.includes('/node_modules/lifeline-chat/');
   const diagnostics = [
     ...program.getOptionsDiagnostics(),
     ...program.getGlobalDiagnostics(),

@@ -1,6 +1,6 @@
 /**
  * The AI SDK page in real Chromium: the real `useChat` from `@ai-sdk/react` over
- * `lifeline/ai-sdk` (the app built from the package's dist/ through its own exports), the
+ * `lifeline-chat/ai-sdk` (the app built from the package's dist/ through its own exports), the
  * mock model through the real `streamText` on the server, every request through the fault
  * proxy. Oracle: see `expectChatMatchesServer`.
  */

@@ -1,7 +1,7 @@
 /**
  * The AI page's tools in real Chromium: the real `useChat` (`onToolCall`, `addToolOutput`,
  * `addToolApprovalResponse`, `sendAutomaticallyWhen`, `regenerate`, per-request data) over
- * `lifeline/ai-sdk`, the tools model through the real `streamText` on the server, every request
+ * `lifeline-chat/ai-sdk`, the tools model through the real `streamText` on the server, every request
  * through the fault proxy. Oracle: `expectToolChat` (the AI SDK's own `DefaultChatTransport`
  * over a plain route with the same model, run in the same test; no render with a duplicate).
  */

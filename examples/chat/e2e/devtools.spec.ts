@@ -1,5 +1,5 @@
 /**
- * `lifeline/devtools` in the example page, in Chromium: the panel follows a turn through a cut
+ * `lifeline-chat/devtools` in the example page, in Chromium: the panel follows a turn through a cut
  * set off from its own button (the reconnect held back by the test, so the phase it shows can be
  * read without a race), rebuilds the ended turn on Replay (T= after), and lists a submission
  * waiting in the outbox while the page is offline.

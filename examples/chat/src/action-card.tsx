@@ -1,4 +1,4 @@
-import type { ActionState, JsonValue } from 'lifeline';
+import type { ActionState, JsonValue } from 'lifeline-chat';
 
 interface Persona {
   name: string;

@@ -1,5 +1,5 @@
-import type { LifelineChatTransport } from 'lifeline/ai-sdk';
-import { useConversation } from 'lifeline/react';
+import type { LifelineChatTransport } from 'lifeline-chat/ai-sdk';
+import { useConversation } from 'lifeline-chat/react';
 import { Suspense } from 'react';
 import { AiChat } from './ai-chat.js';
 import { ToolsPanel, useAutoLocate } from './ai-tools.js';

@@ -1,5 +1,5 @@
 /**
- * The AI SDK page's chat: the real `useChat` over `lifeline/ai-sdk`'s transport, started from
+ * The AI SDK page's chat: the real `useChat` over `lifeline-chat/ai-sdk`'s transport, started from
  * the stored conversation in one line (`useInitialMessages`, which suspends while it loads).
  * useChat holds the messages; Lifeline's own view of the same conversation (`useConversation`)
  * says what the network is doing, which useChat never sees: a cut, a stall or an outage
@@ -7,10 +7,10 @@
  */
 import { useChat } from '@ai-sdk/react';
 import { getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
-import type { OutboxEntry, TurnSnapshot } from 'lifeline';
-import type { LifelineChatTransport } from 'lifeline/ai-sdk';
-import { useInitialMessages } from 'lifeline/ai-sdk/react';
-import type { UseConversationResult } from 'lifeline/react';
+import type { OutboxEntry, TurnSnapshot } from 'lifeline-chat';
+import type { LifelineChatTransport } from 'lifeline-chat/ai-sdk';
+import { useInitialMessages } from 'lifeline-chat/ai-sdk/react';
+import type { UseConversationResult } from 'lifeline-chat/react';
 import { useEffect, useRef } from 'react';
 import { AiPart } from './ai-parts.js';
 import { CITIES, REQUEST_DATA } from './ai-request.js';

@@ -4,7 +4,7 @@
  * Lifeline is doing underneath (queued, reconnecting, stalled, recovering, cancelled).
  */
 import type { ChatStatus, UIMessage } from 'ai';
-import type { OutboxEntry, TurnSnapshot } from 'lifeline';
+import type { OutboxEntry, TurnSnapshot } from 'lifeline-chat';
 import type { LifelineView } from './ai-chat.js';
 import { Chip, RECOVERY_WORDS, type Tone } from './messages.js';
 

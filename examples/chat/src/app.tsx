@@ -1,4 +1,4 @@
-import { useConversation } from 'lifeline/react';
+import { useConversation } from 'lifeline-chat/react';
 import { useCallback } from 'react';
 import { ConversationNav, TopBar } from './chrome.js';
 import { Composer } from './composer.js';

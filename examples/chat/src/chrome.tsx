@@ -1,5 +1,5 @@
 /** The frame both pages share: the top bar (brand, page links, storage, connection) and the conversation sidebar. */
-import { useStorageStatus, type ConversationStatus } from 'lifeline/react';
+import { useStorageStatus, type ConversationStatus } from 'lifeline-chat/react';
 import type { ConversationMeta } from './conversations.js';
 
 const BADGES: Record<ConversationStatus, { label: string; tone: string }> = {

@@ -1,7 +1,7 @@
-import { useLifeline } from 'lifeline/react';
+import { useLifeline } from 'lifeline-chat/react';
 // The example is a built demo that shows the panel on purpose, so it imports the panel that
-// ships in every build. An app imports `lifeline/devtools`, which renders nothing in production.
-import { LifelineDevtools } from 'lifeline/devtools/production';
+// ships in every build. An app imports `lifeline-chat/devtools`, which renders nothing in production.
+import { LifelineDevtools } from 'lifeline-chat/devtools/production';
 
 /** Lifeline's devtools panel for the page's client, in the side column. */
 export function Devtools() {

@@ -1,4 +1,4 @@
-import { createLifeline, type LifelineClient, type LifelineOptions } from 'lifeline';
+import { createLifeline, type LifelineClient, type LifelineOptions } from 'lifeline-chat';
 import { principalHeaders, userFromUrl } from './example-config.js';
 import { labFetch } from './lab-network.js';
 

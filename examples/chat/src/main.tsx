@@ -1,4 +1,4 @@
-import { LifelineProvider } from 'lifeline/react';
+import { LifelineProvider } from 'lifeline-chat/react';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './app.js';

@@ -1,5 +1,5 @@
-import type { ActionState, ConversationItem, MessageContent, OutboxEntry, TurnSnapshot } from 'lifeline';
-import { useLifeline, type UseConversationResult } from 'lifeline/react';
+import type { ActionState, ConversationItem, MessageContent, OutboxEntry, TurnSnapshot } from 'lifeline-chat';
+import { useLifeline, type UseConversationResult } from 'lifeline-chat/react';
 import { useLayoutEffect, useRef, useState } from 'react';
 import { ActionCard } from './action-card.js';
 import { PartView } from './part-view.js';

@@ -1,4 +1,4 @@
-import type { JsonValue, MessagePart } from 'lifeline';
+import type { JsonValue, MessagePart } from 'lifeline-chat';
 
 const show = (value: JsonValue | undefined): string => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 

@@ -4,7 +4,7 @@
  * A refused token and an API that is off both answer `404 not_found` (so the API's existence
  * leaks nothing); the page tells them apart by the example server's config, not by the API.
  */
-import type { OperatorTurn } from 'lifeline/server';
+import type { OperatorTurn } from 'lifeline-chat/server';
 
 /** The two lists the page shows. */
 export type SupportList = 'stuck' | 'undelivered';

@@ -3,7 +3,7 @@
  * operator API (docs/protocol.md section 11), each with its actions' JSON; a stuck one can be
  * ended with a reason, and the API's answer to that is shown whole.
  */
-import type { OperatorTurn } from 'lifeline/server';
+import type { OperatorTurn } from 'lifeline-chat/server';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Brand } from './chrome.js';
 import { exampleConfig, type ExampleConfig } from './example-config.js';

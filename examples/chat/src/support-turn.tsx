@@ -1,5 +1,5 @@
 /** One turn on the support page: who and where, what the user asked, its actions' JSON, and (stuck) an End button. */
-import type { OperatorTurn } from 'lifeline/server';
+import type { OperatorTurn } from 'lifeline-chat/server';
 import { useState } from 'react';
 import type { SupportList, TurnDetail } from './support-api.js';
 

@@ -5,9 +5,9 @@
  * when no stream of this page shows the turn, through the transport).
  */
 import { useChat } from '@ai-sdk/react';
-import { createLifeline } from 'lifeline';
-import { createChatTransport } from 'lifeline/ai-sdk';
-import { useInitialMessages } from 'lifeline/ai-sdk/react';
+import { createLifeline } from 'lifeline-chat';
+import { createChatTransport } from 'lifeline-chat/ai-sdk';
+import { useInitialMessages } from 'lifeline-chat/ai-sdk/react';
 import { Suspense, useState, useSyncExternalStore } from 'react';
 
 // Created while the page is prerendered too: there it opens no storage and sends nothing.

@@ -17,7 +17,7 @@ const accepted: Check = {
   rule: '§1 "202 Accepted | first time this key is seen"',
   async run(context) {
     const conversationId = context.conversationId('accepted');
-    const turn = await context.turns.submit(conversationId, 'Hello from lifeline-conformance');
+    const turn = await context.turns.submit(conversationId, 'Hello from lifeline-chat-conformance');
     expectContentType(turn.answer, 'application/json');
     expect(turn.turnId.length >= 21, `turnId ${turn.turnId} is shorter than 21 characters: server-minted ids must be unguessable`);
     return `turn ${turn.turnId}`;

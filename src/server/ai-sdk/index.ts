@@ -1,8 +1,8 @@
 /**
- * `lifeline/server/ai-sdk`: runs an AI SDK `UIMessageChunk` stream (typically
+ * `lifeline-chat/server/ai-sdk`: runs an AI SDK `UIMessageChunk` stream (typically
  * `streamText(…).toUIMessageStream()`) as a Lifeline agent, logged per docs/protocol.md §9, so
  * the turn survives cuts, reloads and closed tabs and `useChat` can follow it through
- * `lifeline/ai-sdk`. Needs `ai` (5 to 7) only for its types.
+ * `lifeline-chat/ai-sdk`. Needs `ai` (5 to 7) only for its types.
  */
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { createChunkLogger } from '../../protocol/ai-sdk/mapping.js';

@@ -73,7 +73,7 @@ export interface LifelineHandlerOptions {
   /** An ended turn with no receipt this long after its end is listed `undelivered`, ms. Default 60 000. */
   undeliveredAfterMs?: number;
   /**
-   * An OpenTelemetry `Meter` (`metrics.getMeter('lifeline')` from `@opentelemetry/api`):
+   * An OpenTelemetry `Meter` (`metrics.getMeter('lifeline-chat')` from `@opentelemetry/api`):
    * counters `lifeline.turns.started|completed|failed|stuck|undelivered` (stuck and undelivered:
    * turns operator listings found, each once per instance), `lifeline.streams.resumed` (follow
    * requests resuming a live turn from a seq > 0: a client whose stream was lost) and the

@@ -68,7 +68,7 @@ const defaultFallback: Agent = async function* () {
 };
 
 /**
- * The agent `lifeline-conformance` scripts its turns with (docs/conformance.md): a
+ * The agent `lifeline-chat-conformance` scripts its turns with (docs/conformance.md): a
  * message whose content is `{"lifelineConformance": 1, "steps": [...]}` yields exactly
  * those steps in order: `{"delta": text}`, `{"action": {callId, name, status, input?,
  * output?, error?}}`, `{"part": {type, …}}`, `{"pauseMs": n}` (waits, cut short by a
@@ -80,7 +80,7 @@ const defaultFallback: Agent = async function* () {
  *
  * @example
  * const handler = createLifelineHandler({ agent: conformanceAgent({ fallback: myAgent }) });
- * // npx lifeline-conformance http://127.0.0.1:8787/api
+ * // npx lifeline-chat-conformance http://127.0.0.1:8787/api
  */
 export function conformanceAgent(options: ConformanceAgentOptions = {}): Agent {
   const fallback = options.fallback ?? defaultFallback;

@@ -132,7 +132,7 @@ function range(n: number): number[] {
 }
 
 function hostileText(random: () => number, words: number): string {
-  const vocabulary = ['héllo', '日本語', '😀', '👩‍👩‍👧', '中文字', 'Ω≈ç', 'lifeline', '🚀🔥', '한국어', '"q"'];
+  const vocabulary = ['héllo', '日本語', '😀', '👩‍👩‍👧', '中文字', 'Ω≈ç', 'lifeline-chat', '🚀🔥', '한국어', '"q"'];
   return Array.from({ length: words }, () => vocabulary[Math.floor(random() * vocabulary.length)]).join(' ');
 }
 

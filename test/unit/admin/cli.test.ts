@@ -1,4 +1,4 @@
-/** `lifeline-admin` as support runs it: a child process against a real server, its output and exit code. */
+/** `lifeline-chat-admin` as support runs it: a child process against a real server, its output and exit code. */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,7 +47,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe('lifeline-admin', () => {
+describe('lifeline-chat-admin', () => {
   it('lists undelivered turns (exit 1: problems found) and live ones (exit 0), as a table or JSON', async () => {
     const undelivered = await admin([server.baseUrl, 'list', '--undelivered', ...AUTH]);
     expect(undelivered.code).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * `client.drill`: faults set off on purpose (what `lifeline/devtools` buttons call), against the
+ * `client.drill`: faults set off on purpose (what `lifeline-chat/devtools` buttons call), against the
  * reference server over real sockets. A drill must do what a real fault does (docs/faults.md rows 1
  * and 2: reconnect with the last applied seq, the stall watchdog notices a deaf stream), end with
  * the oracles T= and J0, and say when it does not fit the turn's state.

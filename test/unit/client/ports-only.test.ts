@@ -10,7 +10,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
-/** Not client code: the reference server, the conformance suite and lifeline-admin run on Node, not in the page. */
+/** Not client code: the reference server, the conformance suite and lifeline-chat-admin run on Node, not in the page. */
 const OUTSIDE = ['src/server/', 'src/conformance/', 'src/admin/', 'src/ports/'];
 
 /** Globals only a port may read. */

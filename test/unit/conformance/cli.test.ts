@@ -1,4 +1,4 @@
-/** `lifeline-conformance` as a user runs it: a child process, its output and its exit code. */
+/** `lifeline-chat-conformance` as a user runs it: a child process, its output and its exit code. */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ function runCli(args: readonly string[]): Promise<{ code: number; stdout: string
   });
 }
 
-describe('lifeline-conformance command', () => {
+describe('lifeline-chat-conformance command', () => {
   it('prints one line per check and the tally, exit 0, against a conforming server', async () => {
     const server = await startConformanceServer();
     try {

@@ -3,7 +3,7 @@
  * own process, a live turn followed over SSE, then the signal. The turn must run to its
  * own `turn.end complete` while its follower keeps streaming, a submission meanwhile is
  * refused `503 shutting_down` with `Retry-After`, and the process exits 0 once drained.
- * Needs the built package (the example imports `lifeline/server`): `npm run build`.
+ * Needs the built package (the example imports `lifeline-chat/server`): `npm run build`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';

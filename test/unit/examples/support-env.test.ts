@@ -3,7 +3,7 @@
  * read strictly (a malformed window or header name stops the start, never a silent default),
  * the operator token checked exactly, the principal header only when asked for, and the
  * page's config never carrying the token. Needs the built package (the example imports
- * `lifeline/server`): `npm run build`.
+ * `lifeline-chat/server`): `npm run build`.
  */
 import { describe, expect, it } from 'vitest';
 import { exampleConfig, supportHandlerOptions, supportSettingsFromEnv } from '../../../examples/chat/support-env.js';

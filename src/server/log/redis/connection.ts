@@ -60,7 +60,7 @@ function isClusterClient(client: RedisClient): client is Cluster {
   return (client as { isCluster?: boolean }).isCluster === true;
 }
 
-/** Loaded only here, so `lifeline/server` never needs ioredis installed. */
+/** Loaded only here, so `lifeline-chat/server` never needs ioredis installed. */
 async function build(options: ConnectionOptions, onError: (error: unknown) => void): Promise<RedisClient> {
   const { Cluster, Redis } = await import('ioredis');
   const url = options.url;

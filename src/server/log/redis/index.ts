@@ -27,8 +27,8 @@ export type { RedisClient } from './connection.js';
  * or Redis ≥ 7 Cluster (sharded pub/sub); tested on 7.0.
  *
  * @example
- * import { createLifelineHandler } from 'lifeline/server';
- * import { createRedisTurnLog } from 'lifeline/server/redis';
+ * import { createLifelineHandler } from 'lifeline-chat/server';
+ * import { createRedisTurnLog } from 'lifeline-chat/server/redis';
  *
  * const store = createRedisTurnLog({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
  * // or, on a cluster: createRedisTurnLog({ url: 'redis-cluster://10.0.0.1:6379,10.0.0.2:6379' })

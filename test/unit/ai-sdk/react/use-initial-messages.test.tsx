@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 /**
- * `useInitialMessages` (lifeline/ai-sdk/react) under the real `useChat`: the component suspends
+ * `useInitialMessages` (lifeline-chat/ai-sdk/react) under the real `useChat`: the component suspends
  * until the conversation is read, starts `useChat` with it, and a later mount (a reload, on the
  * same storage) reads afresh; a turn that failed shows its error again after the reload. The
  * client talks to the reference handler in-process.

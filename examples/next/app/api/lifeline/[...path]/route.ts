@@ -5,9 +5,9 @@
  * the memory log of this one process otherwise (docs/deploy.md).
  */
 import { after } from 'next/server';
-import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline/server';
-import { uiMessageAgent } from 'lifeline/server/ai-sdk';
-import { createRedisTurnLog } from 'lifeline/server/redis';
+import { createLifelineHandler, createMemoryTurnLog, type TurnLog } from 'lifeline-chat/server';
+import { uiMessageAgent } from 'lifeline-chat/server/ai-sdk';
+import { createRedisTurnLog } from 'lifeline-chat/server/redis';
 import { streamAnswer } from '../../../../../chat/ai-model';
 
 export const runtime = 'nodejs';
