@@ -8,7 +8,8 @@ import { useChat } from '@ai-sdk/react';
 import { createLifeline } from 'lifeline-chat';
 import { createChatTransport } from 'lifeline-chat/ai-sdk';
 import { useInitialMessages } from 'lifeline-chat/ai-sdk/react';
-import { Suspense, useState, useSyncExternalStore } from 'react';
+import { Suspense, useSyncExternalStore } from 'react';
+import { ChatView } from './chat-view';
 
 // Created while the page is prerendered too: there it opens no storage and sends nothing.
 const client = createLifeline({ baseUrl: '/api/lifeline' });
@@ -16,30 +17,13 @@ const transport = createChatTransport(client);
 
 function Conversation({ chatId }: { chatId: string }) {
   const { messages, sendMessage, stop, status } = useChat({ id: chatId, transport, messages: useInitialMessages(transport, chatId), resume: true });
-  const [input, setInput] = useState('');
   return (
-    <main data-status={status}>
-      <ol>
-        {messages.map((message) => (
-          <li key={message.id} data-role={message.role}>
-            {message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('')}
-          </li>
-        ))}
-      </ol>
-      <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          void sendMessage({ text: input });
-          setInput('');
-        }}
-      >
-        <input aria-label="Message" value={input} onChange={(event) => setInput(event.target.value)} />
-        <button type="submit">Send</button>
-        <button type="button" onClick={() => void (status === 'streaming' ? stop() : transport.cancel(chatId))}>
-          Stop
-        </button>
-      </form>
-    </main>
+    <ChatView
+      messages={messages}
+      status={status}
+      onSend={(text) => void sendMessage({ text })}
+      onStop={() => void (status === 'streaming' ? stop() : transport.cancel(chatId))}
+    />
   );
 }
 

@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { controlledAgent, textAgent } from '../../fixtures/agents.js';
 import { isStreamRequest, seededRandom, startFaultProxy, type FaultProxy } from '../../fixtures/fault-proxy.js';
-import { replayAll, startTestServer, submitMessage, textOf, type TestServer } from '../../fixtures/server.js';
-import { follow, range, type Followed } from './support/follow.js';
+import { startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
+import { expectSameAsServer, follow, type Followed } from './support/follow.js';
 
 /** Text dense in multi-byte characters: CJK (3 bytes), emoji (4 bytes, surrogate pairs), ZWJ sequences. */
 function hostileText(random: () => number, words: number): string {
@@ -27,14 +27,9 @@ afterEach(async () => {
 });
 
 async function expectIdentical(server: TestServer, followed: Followed, turnId: string): Promise<void> {
-  const final = await followed.turn.completed;
-  await followed.iterated;
-  const { events } = await replayAll(server.baseUrl, turnId);
-  expect(final.status).toBe('complete');
-  expect(final.text).toBe(textOf(events));
-  expect(followed.applied).toEqual(range(events.length));
+  const text = await expectSameAsServer(server.baseUrl, followed, turnId);
   // T= in storage too: the folded row holds the same text.
-  await expect.poll(async () => (await followed.store.loadTurn(turnId))?.record.text).toBe(textOf(events));
+  await expect.poll(async () => (await followed.store.loadTurn(turnId))?.record.text).toBe(text);
 }
 
 describe('cut streams', () => {

@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isLifelineError } from '../../../src/errors.js';
 import { controlledAgent, type TurnControl } from '../../fixtures/agents.js';
 import { isStreamRequest, startFaultProxy, type FaultProxy } from '../../fixtures/fault-proxy.js';
-import { replayAll, startTestServer, submitMessage, textOf, type TestServer } from '../../fixtures/server.js';
-import { follow, range, type Followed } from './support/follow.js';
+import { startTestServer, submitMessage, type TestServer } from '../../fixtures/server.js';
+import { expectSameAsServer, follow, type Followed } from './support/follow.js';
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -43,14 +43,7 @@ async function rig(options: Parameters<typeof follow>[2] = {}): Promise<Rig> {
 /** Resolves once the client has applied `seq`. */
 const applied = (followed: Followed, seq: number) => expect.poll(() => followed.turn.getSnapshot().lastSeq).toBeGreaterThanOrEqual(seq);
 
-async function expectIdentical({ server, followed, turnId }: Rig): Promise<void> {
-  const final = await followed.turn.completed;
-  await followed.iterated;
-  const { events } = await replayAll(server.baseUrl, turnId);
-  expect(final.status).toBe('complete');
-  expect(final.text).toBe(textOf(events));
-  expect(followed.applied).toEqual(range(events.length));
-}
+const expectIdentical = ({ server, followed, turnId }: Rig): Promise<string> => expectSameAsServer(server.baseUrl, followed, turnId);
 
 describe('client.drill', () => {
   it('cut: drops the open stream and reconnects from the last applied seq (T=, J0)', async () => {

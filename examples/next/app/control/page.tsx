@@ -4,33 +4,9 @@
  * Lifeline. Only built, so that measure.mjs can tell what Lifeline adds to the page's JavaScript.
  */
 import { useChat } from '@ai-sdk/react';
-import { useState } from 'react';
+import { ChatView } from '../chat-view';
 
 export default function ControlPage() {
-  const { messages, sendMessage, stop } = useChat({ id: 'next-control' });
-  const [input, setInput] = useState('');
-  return (
-    <main>
-      <ol>
-        {messages.map((message) => (
-          <li key={message.id} data-role={message.role}>
-            {message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('')}
-          </li>
-        ))}
-      </ol>
-      <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          void sendMessage({ text: input });
-          setInput('');
-        }}
-      >
-        <input aria-label="Message" value={input} onChange={(event) => setInput(event.target.value)} />
-        <button type="submit">Send</button>
-        <button type="button" onClick={() => void stop()}>
-          Stop
-        </button>
-      </form>
-    </main>
-  );
+  const { messages, sendMessage, stop, status } = useChat({ id: 'next-control' });
+  return <ChatView messages={messages} status={status} onSend={(text) => void sendMessage({ text })} onStop={() => void stop()} />;
 }

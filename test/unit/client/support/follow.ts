@@ -2,9 +2,11 @@
  * Helpers to follow a turn in tests and record what the client did: every diagnostic
  * and the exact log of applied seqs (the J0 oracle).
  */
+import { expect } from 'vitest';
 import { createLifeline } from '../../../../src/client.js';
 import { createMemoryStore, type MemoryStore } from '../../../../src/storage/memory-store.js';
 import type { Diagnostic, LifelineClient, LifelineOptions, Turn } from '../../../../src/types.js';
+import { replayAll, textOf } from '../../../fixtures/server.js';
 
 /** Fast retry timing so tests do not wait on production defaults. */
 export const FAST_RETRY = { firstRetryJitterMs: 2, initialDelayMs: 2, maxDelayMs: 20 } as const;
@@ -84,4 +86,18 @@ export function countingFetch(): { fetch: typeof fetch; bytes(): number } {
     },
     bytes: () => bytes,
   };
+}
+
+/**
+ * T= and J0 against the server's own log: the turn completed with exactly the logged text,
+ * every seq applied once and in order. Answers the text, for checks of storage after it.
+ */
+export async function expectSameAsServer(baseUrl: string, followed: Followed, turnId: string): Promise<string> {
+  const final = await followed.turn.completed;
+  await followed.iterated;
+  const { events } = await replayAll(baseUrl, turnId);
+  expect(final.status).toBe('complete');
+  expect(final.text).toBe(textOf(events));
+  expect(followed.applied).toEqual(range(events.length));
+  return textOf(events);
 }
