@@ -131,7 +131,7 @@ describe('the packed package', () => {
     const conditions = Object.entries(manifest.exports).filter(([key]) => key !== './package.json');
     // An "import" condition is what made require() fail where it could have worked.
     for (const [key, value] of conditions) expect(Object.keys(value as object), key).toEqual(['types', 'default']);
-    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline-chat' : `lifeline/${key.slice(2)}`));
+    const entries = conditions.map(([key]) => (key === '.' ? 'lifeline-chat' : `lifeline-chat/${key.slice(2)}`));
     const script = [
       `const entries = ${JSON.stringify(entries)};`,
       '(async () => {',
@@ -163,7 +163,7 @@ describe('the packed package', () => {
     expect(packed!.files).not.toContain('dist/.sources-sha256');
   });
 
-  it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline/%s with "use client"', (entry) => {
+  it.each([['react'], ['ai-sdk/react'], ['devtools']])('starts every built file of lifeline-chat/%s with "use client"', (entry) => {
     const dir = installed('dist', ...entry.split('/'));
     const files = readdirSync(dir).filter((name) => name.endsWith('.js'));
     expect(files).toContain('index.js');
@@ -220,7 +220,7 @@ describe('the documentation', () => {
     const rows = new Set([...readme.matchAll(/^\| `(lifeline[^`]*)` \|/gm)].map((match) => match[1]));
     const entries = Object.keys(installedManifest(apps.app).exports)
       .filter((key) => key !== './package.json')
-      .map((key) => (key === '.' ? 'lifeline-chat' : `lifeline/${key.slice(2)}`));
+      .map((key) => (key === '.' ? 'lifeline-chat' : `lifeline-chat/${key.slice(2)}`));
     expect(entries.filter((entry) => !rows.has(entry))).toEqual([]);
   });
 
