@@ -1,3 +1,4 @@
+import type { Page } from '@playwright/test';
 /**
  * The AI SDK page across page lifetimes: reloads, a closed and reopened page, a second
  * tab, `stop()` before a reload, and React StrictMode (development build). Same oracle as
@@ -47,6 +48,10 @@ test('stop() ends the turn cancelled on the server; after a reload it is shown a
   await waitForChat(page, 'ready');
   const [stopped] = await endedTurns(ai, chatId);
   expect(stopped!.status).toBe('cancelled');
+  // The reload comes once the page has stored the turn's end: a reload racing that write
+  // leaves a partial turn in storage, and the client then fetches the end it never stored
+  // (a stream request useChat never sees), which this test would count as a resume.
+  await expect.poll(() => storedStatus(page, stopped!.id)).toBe('cancelled');
   const streamsBefore = streamRequests(ai.proxy, stopped!.id);
 
   const reloadedAt = Date.now();
@@ -121,3 +126,21 @@ test('reload mid-turn after two earlier turns: every answer shows from storage a
   await page.reload();
   await expectChatMatchesServer(ai, page, chatId, 3);
 });
+
+/** The status the page's IndexedDB holds for the turn (`lifeline:default`), read through a second connection. */
+function storedStatus(page: Page, turnId: string): Promise<string | undefined> {
+  return page.evaluate(
+    (turnId) =>
+      new Promise<string | undefined>((resolve, reject) => {
+        const open = indexedDB.open('lifeline:default');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const get = db.transaction('turns', 'readonly').objectStore('turns').get(turnId);
+          get.onsuccess = () => (db.close(), resolve((get.result as { status?: string } | undefined)?.status));
+          get.onerror = () => (db.close(), reject(get.error));
+        };
+      }),
+    turnId,
+  );
+}
