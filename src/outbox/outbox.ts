@@ -92,6 +92,31 @@ function enqueue(context: EnqueueContext, conversationId: string, content: Messa
   return { operationId: entry.operationId, written };
 }
 
+interface RestoreDeps {
+  ledger: Ledger;
+  journal: Journal;
+  emit: Emit;
+  trouble: (error: unknown) => StorageError;
+  notDurable: () => StorageError | undefined;
+  /** When this outbox was created: pending entries older than this were left by earlier pages. */
+  born: number;
+}
+
+/** The outbox's start: reads storage, then adopts what a page journaled but did not get stored. */
+async function restore({ ledger, journal, emit, trouble, notDurable, born }: RestoreDeps): Promise<void> {
+  for (const error of await ledger.reload()) emit({ type: 'storage-error', error });
+  // An entry storage holds may have moved on since it was journaled: left as stored.
+  // A copy stays journaled until storage that survives a reload holds its entry.
+  await journal.adopt(async (entry) => {
+    // Held already (read back, or sent by this page before it started): its copy goes
+    // only once its writes landed in storage that survives a reload, like a new one's.
+    const error = ledger.find(entry.operationId) ? await ledger.settled().then(() => undefined) : await ledger.save(entry);
+    return error ?? notDurable();
+  }, trouble);
+  const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
+  if (count) emit({ type: 'outbox-replay', count });
+}
+
 /**
  * Creates the durable outbox. Nothing is read or sent until {@link OutboxController.start}
  * or the first {@link OutboxController.enqueue}.
@@ -149,20 +174,7 @@ export function createOutbox(deps: OutboxDeps): OutboxController {
       if (entry) await ledger.save(entry);
     },
     discard: async (operationId) => (ledger.find(operationId)?.state === 'accepted' ? undefined : ledger.drop(operationId)),
-    start: () =>
-      (started ??= ledger.reload().then(async (skipped) => {
-        for (const error of skipped) emit({ type: 'storage-error', error });
-        // What a page journaled but did not get stored; an entry storage holds may have moved on since: left as stored.
-        // A copy stays journaled until storage that survives a reload holds its entry.
-        await journal.adopt(async (entry) => {
-          // Held already (read back, or sent by this page before it started): its copy goes
-          // only once its writes landed in storage that survives a reload, like a new one's.
-          const error = ledger.find(entry.operationId) ? await ledger.settled().then(() => undefined) : await ledger.save(entry);
-          return error ?? notDurable();
-        }, trouble);
-        const count = ledger.list().filter((entry) => isPending(entry) && entry.createdAt < born).length;
-        if (count) emit({ type: 'outbox-replay', count });
-      })),
+    start: () => (started ??= restore({ ledger, journal, emit, trouble, notDurable, born })),
     // Logout: forgets every entry, journal included; resolves once writes on their way landed.
     async clear() {
       for (const entry of ledger.list()) ledger.forget(entry.operationId);
