@@ -52,7 +52,10 @@ test('the devtools panel: a turn’s phase through a cut, a replay, an outbox en
   await expect(entry).toContainText('attempts 0');
   await page.getByRole('button', { name: 'Go back online' }).click();
   await expect(entry).toHaveCount(0);
-  const next = lastTurn(page);
+  // The new answer, told apart from the first by its id: a bare `last()` resolves again on
+  // every use and could still find the first answer before the new one renders.
+  const next = page.locator(`[data-message-role="assistant"][data-turn-id]:not([data-turn-id="${turnId}"])`);
+  await expect(next).toHaveCount(1);
   await expectTurnMatchesServer(app, next);
   // Its turn's timeline starts with the submission's story.
   const nextTimeline = panel.getByRole('list', { name: `Timeline of turn ${await next.getAttribute('data-turn-id')}` });
