@@ -1,5 +1,5 @@
 /**
- * Issue 23, H4: the outbox schedules retries and age limits on the monotonic clock. A wall
+ * The outbox schedules retries and age limits on the monotonic clock. A wall
  * clock set back an hour during a 1 s backoff must not park the message for an hour; set
  * forward, it must not expire it; a record stored before a jump is re-based, within what a
  * backoff could have asked for.
@@ -33,6 +33,18 @@ function setup(responder: Responder, overrides: TestDeps = {}) {
   return { storage, fetch, recorder, outbox };
 }
 
+/** An outbox started over storage that already holds `stored`, as a page finds it after a reload. */
+async function startWithStored(stored: OutboxRecord) {
+  const storage = createFakeStorage();
+  storage.rows.set(stored.operationId, stored);
+  const fetch = createFakeFetch(accepted);
+  const recorder = createRecorder();
+  const outbox = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit }));
+  outboxes.push(outbox);
+  await outbox.start();
+  return { fetch, recorder };
+}
+
 const once503 = (): Responder => {
   let first = true;
   return (call) => (first ? ((first = false), errorAnswer(503)) : accepted(call));
@@ -61,15 +73,9 @@ describe('H4: outbox retries survive a wall-clock jump', () => {
   });
 
   it('a record stored before the wall clock went back an hour is re-based: due within the longest wait a retry may ask for', async () => {
-    const storage = createFakeStorage();
     const stored: OutboxRecord = { operationId: 'op_stored_before_jump_01', conversationId: 'conv', content: 'x', createdAt: T0, order: T0, attempts: 1, nextAttemptAt: T0 + HOUR, state: 'queued' };
-    storage.rows.set(stored.operationId, stored);
-    const fetch = createFakeFetch(accepted);
-    const recorder = createRecorder();
     // Longest wait: max(maxDelayMs 10 s, maxRetryAfterMs 60 s) = 60 s.
-    const outbox = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit }));
-    outboxes.push(outbox);
-    await outbox.start();
+    const { fetch, recorder } = await startWithStored(stored);
     await vi.advanceTimersByTimeAsync(60_000);
     await until(() => recorder.of('accepted').length === 1, 'the stored entry, sent');
     expect(fetch.calls.map((call) => call.key)).toEqual([stored.operationId]);
@@ -79,15 +85,9 @@ describe('H4: outbox retries survive a wall-clock jump', () => {
     ['never tried', { attempts: 0, state: 'queued' }],
     ['cut off mid-attempt (sending)', { attempts: 1, state: 'sending' }],
   ] as const)('an entry %s, stored by a tab before the wall clock went back an hour, goes at once (nothing asked it to wait)', async (_, at) => {
-    const storage = createFakeStorage();
     // Written by a tab that crashed before its attempt ended; the clock then went back an hour.
     const stored: OutboxRecord = { operationId: 'op_stored_then_clock_back', conversationId: 'conv', content: 'x', createdAt: T0 + HOUR, order: T0 + HOUR, nextAttemptAt: T0 + HOUR, ...at };
-    storage.rows.set(stored.operationId, stored);
-    const fetch = createFakeFetch(accepted);
-    const recorder = createRecorder();
-    const outbox = createOutbox(baseDeps({ storage, fetch, emit: recorder.emit }));
-    outboxes.push(outbox);
-    await outbox.start();
+    const { fetch, recorder } = await startWithStored(stored);
     await until(() => recorder.of('accepted').length === 1, 'the stored entry, sent without waiting');
     expect(fetch.calls.map((call) => call.key)).toEqual([stored.operationId]);
   });
