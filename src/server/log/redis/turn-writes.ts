@@ -9,21 +9,16 @@ import type { LeaseKeeper } from './leases.js';
 
 /**
  * The turn's record as of its newest entry (see `current`), whether its lease is held,
- * and, when there is no record, its tombstone (its principal). One round trip, no
- * transaction: the record is read first, so a stream read a moment later can only be
- * newer, and `current` lets it win; a lease seen gone just before an end is read with
- * that end. A second round trip only for a turn without a record.
+ * and its tombstone (its principal). One round trip, no transaction: the record is read
+ * first, so a stream read a moment later can only be newer, and `current` lets it win; a
+ * lease seen gone just before an end is read with that end.
  */
 export async function readTurn(ctx: RedisContext, turnId: string): Promise<[TurnHash, boolean, string | null]> {
   const keys = ctx.keys.turn(turnId);
   const client = await ctx.connection.client();
-  const [hash, leased, newest] = (await execAll(client.pipeline().hgetall(keys.turn).exists(keys.lease).xrevrange(keys.events, '+', '-', 'COUNT', 1))) as [
-    TurnHash,
-    number,
-    [string, string[]][],
-  ];
-  if (hash['status'] !== undefined) return [current(hash, headOf(newest)), leased === 1, null];
-  return [hash, false, await client.get(keys.gone)];
+  const pipeline = client.pipeline().hgetall(keys.turn).exists(keys.lease).get(keys.gone).xrevrange(keys.events, '+', '-', 'COUNT', 1);
+  const [hash, leased, gone, newest] = (await execAll(pipeline)) as [TurnHash, number, string | null, [string, string[]][]];
+  return [current(hash, headOf(newest)), leased === 1, gone];
 }
 
 /**
