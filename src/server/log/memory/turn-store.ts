@@ -1,4 +1,5 @@
-import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody } from '../../../protocol/server-schemas.js';
 import {
   applyReceipt,
   DEFAULT_PAGE_BYTES,
