@@ -62,6 +62,9 @@ function steadyAgent(everyMs: number): { agent: Agent; stop(): void } {
 
 type Diagnostics = TimelineResult['diagnostics'];
 
+/** How far the page's clock may run ahead of this process's (both anchored to Date.now's tick: bench/lib/epoch-clock.ts). */
+const CLOCKS_APART_MS = 1;
+
 /** The first diagnostic of `type` at or after `from`. */
 const firstAfter = (diagnostics: Diagnostics, type: string, from: number): Diagnostics[number] | undefined =>
   diagnostics.find((d) => d.type === type && d.at >= from);
@@ -94,7 +97,10 @@ async function followThroughCuts(server: BenchServer, page: string, cuts: number
           continue;
         }
         await pause(prng.int(100, 300));
-        if (proxy.resetWhere(isStreamRequest) > 0) resets.push(now());
+        // Stamped before the reset: on a busy machine this process may lose the CPU right
+        // after it, while the page notices the cut (a stamp taken after it came up to 4 ms late).
+        const at = now();
+        if (proxy.resetWhere(isStreamRequest) > 0) resets.push(at);
       }
       await pause(300);
       producer.stop();
@@ -116,13 +122,13 @@ export async function benchResume(server: BenchServer, options: { cuts?: number;
   const measured: ResumeCut[] = [];
   let missed = 0;
   for (const reset of resets) {
-    // The reconnect that follows the reset: its retry, its request (`connect`), its `open`, then the first event applied after it.
-    const after = reset - 2;
-    const disconnect = firstAfter(result.diagnostics, 'disconnect', after);
-    const retry = result.diagnostics.find((d) => d.type === 'retry' && d.scope === 'stream' && d.at >= after);
+    // What followed the reset, each found after the one before: the disconnect, its retry,
+    // that retry's request (`connect`), its `open`, the first event applied after it.
+    const disconnect = firstAfter(result.diagnostics, 'disconnect', reset - CLOCKS_APART_MS);
+    const retry = disconnect && result.diagnostics.find((d) => d.type === 'retry' && d.scope === 'stream' && d.at >= disconnect.at);
     const connect = retry && firstAfter(result.diagnostics, 'connect', retry.at);
-    const open = firstAfter(result.diagnostics, 'open', after);
-    const first = open ? turn.applied.find(([at]) => at >= open.at) : undefined;
+    const open = connect && firstAfter(result.diagnostics, 'open', connect.at);
+    const first = open && turn.applied.find(([at]) => at >= open.at);
     if (!first || !retry || !disconnect || !connect || !open) {
       missed++;
       continue;
@@ -149,7 +155,8 @@ async function benchFloor(server: BenchServer, cuts: number, seed: number): Prom
   const applied = result.turns[0]!.applied;
   const latencyMs: number[] = [];
   for (const reset of resets) {
-    const open = firstAfter(result.diagnostics, 'open', reset - 2);
+    const disconnect = firstAfter(result.diagnostics, 'disconnect', reset - CLOCKS_APART_MS);
+    const open = disconnect && firstAfter(result.diagnostics, 'open', disconnect.at);
     const first = open && applied.find(([at]) => at >= open.at);
     if (first) latencyMs.push(first[0] - reset);
   }

@@ -22,9 +22,14 @@ const WAKE_SLICE = 64;
 
 const encoder = new TextEncoder();
 
-/** One SSE message for a logged event: `id` = seq, `event` = type, one line of JSON data. */
+/** One SSE message for a logged event, as text: `id` = seq, `event` = type, one line of JSON data. */
+function sseText(event: TurnEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/** One SSE message for a logged event, encoded. */
 export function sseFrame(event: TurnEvent): Uint8Array {
-  return encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  return encoder.encode(sseText(event));
 }
 
 /** Lets the event loop poll I/O before the rest of a fan-out (setImmediate where the platform has it). */
@@ -54,14 +59,22 @@ export interface FeedReader {
   wake(): void;
 }
 
-function batchOf(frames: Uint8Array[], first: number): Batch {
+/** The frames' text encoded once; where each frame ends is known from the text when it is all ASCII, as it nearly always is. */
+function batchOf(texts: string[], first: number): Batch {
   const ends: number[] = [];
   let total = 0;
-  for (const frame of frames) ends.push((total += frame.byteLength));
-  if (frames.length === 1) return { first, bytes: frames[0] as Uint8Array, ends };
-  const bytes = new Uint8Array(total);
-  for (let i = 0; i < frames.length; i++) bytes.set(frames[i] as Uint8Array, i === 0 ? 0 : (ends[i - 1] as number));
-  return { first, bytes, ends };
+  for (const text of texts) ends.push((total += text.length));
+  const bytes = encoder.encode(texts.length === 1 ? (texts[0] as string) : texts.join(''));
+  if (bytes.byteLength === total) return { first, bytes, ends };
+  // Some character took more than one byte: frame by frame.
+  const frames = texts.map((text) => encoder.encode(text));
+  const joined = new Uint8Array(bytes.byteLength);
+  let at = 0;
+  for (let i = 0; i < frames.length; i++) {
+    joined.set(frames[i] as Uint8Array, at);
+    ends[i] = at += (frames[i] as Uint8Array).byteLength;
+  }
+  return { first, bytes: joined, ends };
 }
 
 /**
@@ -209,12 +222,12 @@ export class TurnFeed {
   }
 
   #add(events: readonly TurnEvent[]): void {
-    const frames: Uint8Array[] = [];
+    const frames: string[] = [];
     const first = this.#head + 1;
     for (const event of events) {
       // The page continues the log where the feed stands; anything else is a bug of the log.
       if (event.seq !== this.#head + 1) continue;
-      frames.push(sseFrame(event));
+      frames.push(sseText(event));
       this.#head = event.seq;
       if (event.type === 'turn.end') this.#endSeq = event.seq;
     }

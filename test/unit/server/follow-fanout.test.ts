@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { submitAnswerSchema } from '../../../src/protocol/schemas.js';
 import { createLifelineHandler, type LifelineHandler } from '../../../src/server/http/handler.js';
-import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
+import { createMemoryTurnLog, type MemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import { serve, type ServedHandler } from '../../../src/server/node/index.js';
 import { controlledAgent, type ControlledAgent } from '../../fixtures/agents.js';
 import { newKey } from '../../fixtures/server.js';
@@ -20,6 +20,7 @@ afterEach(async () => {
 
 interface Setup {
   agent: ControlledAgent;
+  log: MemoryTurnLog;
   handler: LifelineHandler;
   served: ServedHandler;
 }
@@ -31,7 +32,7 @@ async function setup(): Promise<Setup> {
   const handler = createLifelineHandler({ agent: agent.agent, store: log, heartbeatMs: 60_000, onError: () => undefined });
   const served = await serve(handler);
   cleanups.push(() => log.close(), () => handler.close(), () => served.close());
-  return { agent, handler, served };
+  return { agent, log, handler, served };
 }
 
 async function submit(served: ServedHandler): Promise<string> {
@@ -73,11 +74,12 @@ const frameIds = (body: string): number[] => [...body.matchAll(/^id: (\d+)$/gm)]
 
 describe('follow fan-out', () => {
   it('writes the same bytes through the Node adapter as the web stream carries, live and resumed', async () => {
-    const { agent, handler, served } = await setup();
+    const { agent, log, handler, served } = await setup();
     const turnId = await submit(served);
     const control = await agent.nextTurn();
-    await control.delta('one ');
-    await control.delta('two ');
+    // Multi-byte text: frame ends in a shared batch are byte offsets, not string offsets.
+    await control.delta('one é ');
+    await control.delta('two 😀 ');
     const url = `${served.url}/turns/${turnId}/events`;
     const overHttp = await Promise.all([followOverHttp(url), followOverHttp(url, { 'last-event-id': '2' })]);
     const overWeb = [followOverWeb(handler, url), followOverWeb(handler, url, { 'last-event-id': '2' })];
@@ -89,7 +91,15 @@ describe('follow fan-out', () => {
     expect(frameIds(resumed ?? '')).toEqual([3, 4, 5, 6, 7]);
     expect(fromStart).toBe(webStart);
     expect(resumed).toBe(webResumed);
-    expect(fromStart?.startsWith('retry: 1000\n\n')).toBe(true);
+    // Byte for byte what section 2 says, from the log: `retry:`, then one message per event after the resume point.
+    const logged = (await log.read(turnId, 0, 100)).events;
+    const expected = (after: number): string =>
+      `retry: 1000\n\n${logged
+        .filter((event) => event.seq > after)
+        .map((event) => `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+        .join('')}`;
+    expect(fromStart).toBe(expected(0));
+    expect(resumed).toBe(expected(2));
   });
 
   it('wakes every follower of a turn followed by more than one slice, each event once and in order', async () => {
