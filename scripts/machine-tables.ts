@@ -7,6 +7,7 @@
 import { BOOT_TABLE } from '../src/client/boot.js';
 import { INPUT_KEYS, PHASES, ruleFor, type Target } from '../src/core/follow-machine.js';
 import { GUARD_TABLE } from '../src/storage/guarded-store.js';
+import { BUFFER_TABLE, bufferStep, type BufferInput, type BufferPhase } from '../src/storage/write-buffer.js';
 import { SHARE_TABLE } from '../src/tabs/turn-share.js';
 
 /** One rendered section: its marker name and its Markdown. */
@@ -53,12 +54,25 @@ function fromTable(table: Readonly<Record<string, Readonly<Record<string, string
   };
 }
 
+/** The write buffer's table: a rule that reads the backlog shows every phase it picks. */
+function bufferTable(): MachineTable {
+  return {
+    states: Object.keys(BUFFER_TABLE),
+    events: ['event', 'timer', 'written', 'flush', 'stop'],
+    to(state, input) {
+      const picked = ([0, 1, 2] as const).map((backlog) => bufferStep(state as BufferPhase, input as BufferInput, backlog));
+      return picked[0] === undefined ? undefined : [...new Set(picked as BufferPhase[])];
+    },
+  };
+}
+
 export function sections(): Section[] {
   return [
     { name: 'follower', markdown: followerTable() },
     { name: 'follower-boot', markdown: machineTable(fromTable(BOOT_TABLE, ['restore', 'boot', 'read', 'drop', 'start'])) },
     { name: 'storage-guard', markdown: machineTable(fromTable(GUARD_TABLE, ['opened', 'failed'])) },
     { name: 'tab-share', markdown: machineTable(fromTable(SHARE_TABLE, ['lock', 'batch', 'leave'])) },
+    { name: 'write-buffer', markdown: machineTable(bufferTable()) },
   ];
 }
 

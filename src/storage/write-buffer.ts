@@ -7,12 +7,60 @@
  * burst the stream outruns IndexedDB: what piles up meanwhile goes out in capped writes,
  * one after the other, instead of one transaction of tens of thousands of events whose
  * cloning and commit block the page for a long task.
+ *
+ * When to write is a table (`BUFFER_TABLE`, rendered into docs/architecture.md): pure, keyed
+ * by phase and input, read with how much is buffered. The runner below holds the events,
+ * the timer and the write loop, and asks the table at every input, appends included.
  */
 import type { TimerHandle, Timers } from '../ports/timers.js';
 import type { LoggedEvent } from '../protocol/schemas.js';
 import type { GuardedStore } from './guarded-store.js';
 import type { TurnWrite } from './store.js';
 import type { TurnRows } from './turn-rows.js';
+
+/** How much is buffered, as the table reads it: 0 nothing, 1 less than `flushEvents`, 2 a full flush. */
+export type Backlog = 0 | 1 | 2;
+
+/**
+ * The buffer's phase; nothing else is kept (how much is buffered is read, not stored).
+ * `idle`: no timer, no write. `scheduled`: the flush timer runs. `writing`: the write loop's
+ * one capped write is in flight; `draining` too, and a flush asked for everything, so the
+ * loop goes on until nothing is buffered. `…-scheduled`: during that write an event armed
+ * the timer, and the rest waits for that one, not a new one. `stopped`: takes no more
+ * events (the client is going away); a write in flight ends, nothing follows.
+ */
+export type BufferPhase = 'idle' | 'scheduled' | 'writing' | 'writing-scheduled' | 'draining' | 'draining-scheduled' | 'stopped';
+/** An event buffered, the flush timer fired, the loop's write ended, a flush asked (something buffered), stop. */
+export type BufferInput = 'event' | 'timer' | 'written' | 'flush' | 'stop';
+
+/**
+ * The table (rendered into docs/architecture.md): each input's next phase, or three by
+ * {@link Backlog} (nothing, some, a full flush buffered). An event arms the timer unless one
+ * runs, or starts a write once a full flush is buffered; after each write the loop writes
+ * again while a full flush is buffered (anything, when draining), and a rest waits for the
+ * timer. An input a phase lacks means nothing there. Strings only: an append allocates nothing.
+ */
+export const BUFFER_TABLE: { readonly [P in BufferPhase]: { readonly [I in BufferInput]?: BufferPhase | readonly [BufferPhase, BufferPhase, BufferPhase] } } = {
+  idle: { event: ['scheduled', 'scheduled', 'writing'], flush: 'draining' },
+  // A timer outliving what it was armed for (written, dropped or cleared meanwhile) finds nothing.
+  scheduled: { event: ['scheduled', 'scheduled', 'writing'], timer: ['idle', 'writing', 'writing'], flush: 'draining' },
+  writing: { event: ['writing-scheduled', 'writing-scheduled', 'writing'], written: ['idle', 'scheduled', 'writing'], flush: 'draining' },
+  'writing-scheduled': { timer: 'writing', written: ['scheduled', 'scheduled', 'writing-scheduled'], flush: 'draining-scheduled' },
+  draining: { event: ['draining-scheduled', 'draining-scheduled', 'draining'], written: ['idle', 'draining', 'draining'] },
+  'draining-scheduled': { timer: 'draining', written: ['scheduled', 'draining-scheduled', 'draining-scheduled'] },
+  stopped: {},
+};
+
+/** Where `input` takes `phase` with `backlog` buffered (`stop`: `stopped`, from every phase); `undefined`: the input means nothing there. */
+export function bufferStep(phase: BufferPhase, input: BufferInput, backlog: Backlog): BufferPhase | undefined {
+  const next = input === 'stop' ? 'stopped' : BUFFER_TABLE[phase][input];
+  return typeof next === 'string' ? next : next?.[backlog];
+}
+
+/** The write loop runs (its one write in flight): the phase hears the write's end. */
+export const writes = (phase: BufferPhase): boolean => 'written' in BUFFER_TABLE[phase];
+/** The flush timer runs: the phase hears it fire. */
+export const timed = (phase: BufferPhase): boolean => 'timer' in BUFFER_TABLE[phase];
 
 export interface WriteBufferOptions {
   flushMs: number;
@@ -86,12 +134,10 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
   /** Buffered events per turn, in seq order; turns in the order they are served. */
   let buffers = new Map<string, LoggedEvent[]>();
   let buffered = 0;
+  let phase: BufferPhase = 'idle';
   let timer: TimerHandle | undefined;
-  /** The write loop while it runs. */
+  /** The write loop, while it {@link writes}. */
   let pump: Promise<void> | undefined;
-  /** An explicit flush asked for everything: the loop runs until the buffer is empty. */
-  let drain = false;
-  let stopped = false;
 
   const write = (take: () => TurnWrite[]): Promise<void> => queueWrite(store, take);
   const take = (): TurnWrite[] => {
@@ -108,36 +154,36 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     buffers.delete(turnId);
     return events;
   };
-  const schedule = (): void => {
-    timer ??= timers.set(() => {
-      timer = undefined;
-      if (!pump && buffered) startPump();
-    }, flushMs);
-  };
 
-  // The write loop: one capped write, then more while a full flush is buffered (or a flush
-  // wants everything). Each write is its own step on the store's queue, so folds and loads
-  // queued meanwhile run between writes. A remainder below `flushEvents` waits for the timer.
-  const startPump = (): Promise<void> => {
-    timers.clear(timer);
+  /** Moves by the table; answers whether `input` means something here. The timer and the loop follow the phase. */
+  const move = (input: BufferInput): boolean => {
+    const next = bufferStep(phase, input, !buffered ? 0 : buffered < flushEvents ? 1 : 2);
+    if (next === undefined) return false;
+    if (next === phase) return true;
+    const was = phase;
+    phase = next;
+    if (timed(next) !== (timer !== undefined)) timer = timer ? void timers.clear(timer) : timers.set(fire, flushMs);
+    if (writes(next) && !writes(was)) pump = loop();
+    return true;
+  };
+  const fire = (): void => {
     timer = undefined;
-    return (pump = (async () => {
-      do await write(take);
-      while (buffered && (drain || buffered >= flushEvents));
-      pump = undefined;
-      if (!buffered) drain = false;
-      else if (!stopped) schedule();
-    })());
+    move('timer');
+  };
+  // Each write is its own step on the store's queue, so folds and loads queued meanwhile run between writes.
+  const loop = async (): Promise<void> => {
+    do await write(take);
+    while (move('written') && writes(phase));
   };
 
   return {
     append(turnId, event) {
-      if (stopped) return;
+      if (phase === 'stopped') return;
       const events = buffers.get(turnId);
       if (events) events.push(event);
       else buffers.set(turnId, [event]);
-      if (++buffered < flushEvents) schedule();
-      else pump ?? startPump();
+      buffered++;
+      move('event');
     },
     write,
     writeRest(turnId) {
@@ -148,15 +194,12 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
       }
     },
     drop: (turnId) => void drop(turnId),
-    flush() {
-      if (!buffered) return store.idle();
-      drain = true;
-      return pump ?? startPump();
-    },
+    // With nothing buffered (or stopped), what is queued already is all there is to wait for.
+    flush: () => (buffered && (move('flush'), writes(phase)) ? pump! : store.idle()),
     clear() {
       buffers = new Map();
       buffered = 0;
     },
-    stop: () => void (stopped = true),
+    stop: () => void move('stop'),
   };
 }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderInto, sections } from '../../../scripts/machine-tables.js';
 import { GUARD_TABLE, guardStep } from '../../../src/storage/guarded-store.js';
+import { BUFFER_TABLE, bufferStep, timed, writes, type BufferPhase } from '../../../src/storage/write-buffer.js';
 
 const doc = readFileSync(new URL('../../../docs/architecture.md', import.meta.url), 'utf8');
 
@@ -42,5 +43,24 @@ describe('the generated machine tables in docs/architecture.md', () => {
     }
     expect(guardStep('degraded', 'failed', false)).toBeUndefined();
     expect(guardStep('opening', 'opened', true)).toBe('memory');
+  });
+
+  it('the write buffer: a timer runs where the phase says, a full flush never waits for it, one write at a time', () => {
+    const phases = Object.keys(BUFFER_TABLE) as BufferPhase[];
+    for (const phase of phases) {
+      for (const backlog of [0, 1, 2] as const) {
+        // The rows agree with what the phases' names say: a timer runs in every `…scheduled` one, a write in `writing…` and `draining…`.
+        expect(timed(phase)).toBe(phase.endsWith('scheduled'));
+        expect(writes(phase)).toBe(/^(writing|draining)/.test(phase));
+        // A full flush buffered never waits for the timer.
+        const next = bufferStep(phase, 'event', 2);
+        if (next) expect(writes(next)).toBe(true);
+      }
+    }
+    // Only the loop's own end leaves writing for good: an event or a flush during a write never starts another.
+    for (const phase of phases.filter(writes)) for (const input of ['event', 'flush', 'timer'] as const) expect(writes(bufferStep(phase, input, 1) ?? phase)).toBe(true);
+    expect(bufferStep('writing', 'written', 1)).toBe('scheduled');
+    expect(bufferStep('draining', 'written', 1)).toBe('draining');
+    expect(bufferStep('stopped', 'event', 1)).toBeUndefined();
   });
 });
