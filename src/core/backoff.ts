@@ -69,27 +69,33 @@ function jittered(policy: RetryPolicy, capMs: number, random: number, retryAfter
 }
 
 /** The wait before exponential step `step` (1-based), whose cap is min(maxDelayMs, initialDelayMs × factor^(step − 1)). */
-export function retryDelay(policy: RetryPolicy, step: number, random: number, retryAfterMs?: number): number {
+function retryDelay(policy: RetryPolicy, step: number, random: number, retryAfterMs?: number): number {
   return jittered(policy, Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1)), random, retryAfterMs);
 }
 
-/** A retry loop's state as plain data (the follower's machine and `recover()`'s list hold it). */
+/**
+ * A retry loop's state as plain data: the follower's machine and `recover()`'s list hold it;
+ * the outbox builds it from an entry's stored record (outbox/attempt.ts).
+ */
 export interface BackoffState {
   /** Failures since the last progress. */
   readonly attempt: number;
   /** Exponential steps taken (a first retry after a healthy connection takes none). */
   readonly step: number;
-  /** When the first of these failures happened, epoch ms. */
-  readonly startedAt: number;
+  /**
+   * When the retry budget ends (no retry lands at or past it), ms on the caller's clock: absent
+   * until the first failure, which sets it `maxElapsedMs` later; an outbox entry's is its age limit.
+   */
+  readonly deadline?: number;
 }
 
 /** A loop that has not failed yet (also what progress and a revive go back to). */
-export const FRESH_BACKOFF: BackoffState = { attempt: 0, step: 0, startedAt: 0 };
+export const FRESH_BACKOFF: BackoffState = { attempt: 0, step: 0 };
 
 /**
  * Counts one failure: the next state, and the delay before the next attempt, or
- * `undefined` when waiting it would pass `maxElapsedMs` since the first failure (give up).
- * Pure: `now` and `random` are passed in.
+ * `undefined` when it would not end before the budget's `deadline` (give up: the outbox's age
+ * limit is exclusive, an entry due at it has expired). Pure: `now` and `random` are passed in.
  */
 export function backoffStep(
   policy: RetryPolicy,
@@ -99,11 +105,11 @@ export function backoffStep(
   random: number,
 ): { state: BackoffState; delay: number | undefined } {
   const attempt = state.attempt + 1;
-  const startedAt = attempt === 1 ? now : state.startedAt;
+  const deadline = state.deadline ?? now + policy.maxElapsedMs;
   const healthyBlip = attempt === 1 && afterHealthy;
   const step = healthyBlip ? state.step : state.step + 1;
   const delay = healthyBlip ? jittered(policy, policy.firstRetryJitterMs, random, retryAfterMs) : retryDelay(policy, step, random, retryAfterMs);
-  return { state: { attempt, step, startedAt }, delay: now + delay - startedAt > policy.maxElapsedMs ? undefined : delay };
+  return { state: { attempt, step, deadline }, delay: now + delay < deadline ? delay : undefined };
 }
 
 /**

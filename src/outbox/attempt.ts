@@ -3,7 +3,7 @@
  * posts it, and moves it on by the result: accepted, queued again after a backoff with the
  * same key, or failed (rejected, or no retry fits before its age limit).
  */
-import { retryDelay, type RetryPolicy } from '../core/backoff.js';
+import { backoffStep, type RetryPolicy } from '../core/backoff.js';
 import type { LifelineError } from '../errors.js';
 import type { OutboxRecord } from '../storage/store.js';
 import type { Timers } from '../ports/timers.js';
@@ -58,14 +58,19 @@ export async function attempt(context: AttemptContext, entry: OutboxRecord): Pro
       void ledger.save(accepted(current, result.answer, time));
       return;
     }
-    const { error, disposition, retryAfterMs } = result.failure;
-    const retry = disposition === 'retry';
-    const delayMs = retryDelay(context.retry, current.attempts, context.random(), retryAfterMs);
-    // No retry is scheduled past the entry's age limit: it fails now instead.
-    if (retry && context.clock.now() + delayMs < context.schedule.deadline(current)) {
-      emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs, cause: error });
-      void ledger.save(requeued(current, error, time + delayMs));
-    } else fail(context, current, retry ? expiredError(current, error) : error);
+    const { error, disposition } = result.failure;
+    // The follower's retry step (core/backoff.ts) over what the record keeps: the failures
+    // before this one, and the entry's age limit for the budget's end (on this page's clock,
+    // schedule.ts), counted from its creation rather than its first failure. What stays the
+    // outbox's own is the loop: the wait is stored (`nextAttemptAt`) so that it survives a
+    // reload, and one sender loop (sender.ts) sleeps until the first entry is due instead of
+    // one sleeping request per entry. No retry lands past the age limit: it fails now instead.
+    const before = current.attempts - 1;
+    const { delay } = backoffStep(context.retry, { attempt: before, step: before, deadline: context.schedule.deadline(current) }, result.failure, context.clock.now(), context.random());
+    if (disposition === 'retry' && delay !== undefined) {
+      emit({ type: 'retry', scope: 'submit', id: operationId, attempt: current.attempts + 1, delayMs: delay, cause: error });
+      void ledger.save(requeued(current, error, time + delay));
+    } else fail(context, current, disposition === 'retry' ? expiredError(current, error) : error);
   } finally {
     busy.delete(operationId);
   }

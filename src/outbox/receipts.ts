@@ -16,7 +16,7 @@
  * for the client's life, and no receipt is attempted again. A `409 delivery_mismatch`
  * asks the client to rebuild the turn from a full replay (`onMismatch`), once per turn.
  */
-import { retryDelay, type RetryPolicy } from '../core/backoff.js';
+import { backoffStep, type RetryPolicy } from '../core/backoff.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import { asLifelineError } from '../errors.js';
 import { sha256Hex } from '../protocol/integrity.js';
@@ -118,6 +118,7 @@ function createReceiptSender({ deps, store, signal, emit, drop }: SendContext) {
   const sending = new Set<string>();
   const rebuilt = new Set<string>();
   const state = { unsupported: false };
+  const maxAgeMs = deps.maxAgeMs ?? 864e5;
 
   /** Ends the receipt on what the server answered; answers the failure worth retrying, if that is what it was. */
   const conclude = (turnId: string, outcome: Outcome): Failure | void => {
@@ -141,14 +142,20 @@ function createReceiptSender({ deps, store, signal, emit, drop }: SendContext) {
     }
   };
 
-  /** Waits the backoff of the receipt's next attempt, counted in its record. */
-  const backOff = async (record: ReceiptRecord, failure: Failure): Promise<void> => {
-    const attempts = record.attempts + 1;
-    const delayMs = retryDelay(deps.retry, attempts, deps.random(), failure.retryAfterMs);
+  /**
+   * Waits the backoff of the receipt's next attempt: the follower's retry step over the count
+   * in its record, its age limit for the budget's end (on the wall clock, like the age check
+   * in `send`). False: no retry lands within that age, so the receipt is dropped now.
+   */
+  const backOff = async (record: ReceiptRecord, failure: Failure): Promise<boolean> => {
+    const { attempts, createdAt } = record;
+    const { delay } = backoffStep(deps.retry, { attempt: attempts, step: attempts, deadline: createdAt + maxAgeMs }, failure, deps.clock.wallNow(), deps.random());
+    if (delay === undefined) return false;
     // Still there: another tab may have landed it meanwhile.
-    if (store.read(record.turnId)) store.write({ ...record, attempts });
-    emit(record.turnId, 'retry', { delayMs, error: failure.error });
-    await sleep(delayMs, signal, deps.timers);
+    if (store.read(record.turnId)) store.write({ ...record, attempts: attempts + 1 });
+    emit(record.turnId, 'retry', { delayMs: delay, error: failure.error });
+    await sleep(delay, signal, deps.timers);
+    return true;
   };
 
   /** Another tab's success ends the loop too: it re-reads the record before every attempt. */
@@ -159,13 +166,13 @@ function createReceiptSender({ deps, store, signal, emit, drop }: SendContext) {
       for (;;) {
         const record = store.read(turnId);
         if (!record || state.unsupported || signal.aborted) return;
-        if (deps.clock.wallNow() - record.createdAt > (deps.maxAgeMs ?? 864e5)) return drop(turnId, 'dropped');
+        if (deps.clock.wallNow() - record.createdAt > maxAgeMs) return drop(turnId, 'dropped');
         if (deps.network && !deps.network.online()) await waitOnline(deps.network, signal);
         const outcome = await post(deps, record, signal);
         if (signal.aborted) return;
         const failure = conclude(turnId, outcome);
         if (!failure) return;
-        await backOff(record, failure);
+        if (!(await backOff(record, failure))) return drop(turnId, 'dropped');
       }
     } finally {
       sending.delete(turnId);

@@ -72,14 +72,14 @@ describe('backoff', () => {
             const retryAfter = input.retryAfterMs === undefined ? 0 : Math.min(input.retryAfterMs, policy.maxRetryAfterMs);
             const cap = fast ? policy.firstRetryJitterMs : Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (step - 1));
             if (delay === undefined) {
-              // Gives up only when waiting would pass maxElapsedMs.
-              expect(now + Math.max(Math.floor(input.random * cap), retryAfter) - start).toBeGreaterThan(policy.maxElapsedMs);
+              // Gives up only when waiting would not end before maxElapsedMs.
+              expect(now + Math.max(Math.floor(input.random * cap), retryAfter) - start).toBeGreaterThanOrEqual(policy.maxElapsedMs);
               return;
             }
             expect(delay).toBeGreaterThanOrEqual(retryAfter);
             expect(delay).toBeLessThanOrEqual(Math.max(cap, retryAfter));
             expect(delay).toBeLessThanOrEqual(Math.max(policy.maxDelayMs, policy.firstRetryJitterMs, policy.maxRetryAfterMs));
-            expect(now + delay - start).toBeLessThanOrEqual(policy.maxElapsedMs);
+            expect(now + delay - start).toBeLessThan(policy.maxElapsedMs);
             now += delay + input.elapse;
           }
         },
