@@ -1,7 +1,8 @@
 // Resume and stall benchmarks: follows turns with the real client and records, in epoch
-// ms (Date.now, the same clock the bench process uses), when each event was applied and
-// when each diagnostic happened.
+// ms (sub-millisecond, on the clock the bench process uses too), when each event was applied
+// and when each diagnostic happened.
 import { createLifeline, type Diagnostic } from 'lifeline-chat';
+import { epochClock } from '../lib/epoch-clock.js';
 import { getConfig, probe, runPage } from './probe.js';
 
 export interface TimelineConfig {
@@ -30,13 +31,14 @@ export interface TimelineResult {
 runPage(async () => {
   const config = await getConfig<TimelineConfig>();
   const diagnostics: TimelineResult['diagnostics'] = [];
+  const now = epochClock();
   const client = createLifeline({
     baseUrl: config.baseUrl,
     ...(config.idleMs !== undefined || config.firstEventMs !== undefined
       ? { stall: { ...(config.idleMs !== undefined ? { idleMs: config.idleMs } : {}), ...(config.firstEventMs !== undefined ? { firstEventMs: config.firstEventMs } : {}) } }
       : {}),
     onDiagnostic(diagnostic: Diagnostic) {
-      const entry: TimelineResult['diagnostics'][number] = { at: Date.now(), type: diagnostic.type };
+      const entry: TimelineResult['diagnostics'][number] = { at: now(), type: diagnostic.type };
       if ('turnId' in diagnostic) entry.turnId = diagnostic.turnId;
       if (diagnostic.type === 'retry') {
         entry.delayMs = diagnostic.delayMs;
@@ -53,10 +55,10 @@ runPage(async () => {
     const applied: [number, number][] = [];
     // The iterator hears each event as it is applied (snapshot notifications are batched per frame).
     const reading = (async () => {
-      for await (const event of turn) applied.push([Date.now(), event.seq]);
+      for await (const event of turn) applied.push([now(), event.seq]);
     })();
     const final = await turn.completed;
-    const completedAt = Date.now();
+    const completedAt = now();
     await reading;
     turns.push({ turnId, status: final.status, applied, completedAt });
   }

@@ -1,7 +1,8 @@
 /** The command line of `lifeline-chat-admin`, parsed into one {@link AdminCommand}. */
 import { parseArgs } from 'node:util';
 import { headerOf, usage } from '../conformance/cli-args.js';
-import { ID_PATTERN, type OperatorState } from '../protocol/schemas.js';
+import { ID_PATTERN } from '../protocol/schemas.js';
+import type { OperatorState } from '../protocol/server-schemas.js';
 
 export const USAGE = `Usage: lifeline-chat-admin <base-url> <command> [options]
 

@@ -4,11 +4,12 @@
  * cannot lose it: the next page's `start()` adopts what the journal still holds. Keys are
  * `lifeline-outbox:<namespace>:<operationId>`, one entry each, as JSON.
  *
- * Every call is best effort: storage that is full or refused (blocked cookies) leaves
- * IndexedDB alone to keep the entry, as before there was a journal.
+ * Every call is best effort (storage/page-records.ts): storage that is full or refused
+ * (blocked cookies) leaves IndexedDB alone to keep the entry, as before there was a journal.
  */
 import { StorageError } from '../errors.js';
 import type { KeyValueStorage } from '../ports/storage.js';
+import { createPageRecords } from '../storage/page-records.js';
 import { outboxRecordSchema } from '../storage/records.js';
 import type { OutboxRecord } from '../storage/store.js';
 
@@ -32,52 +33,21 @@ export interface Journal {
 
 /** A journal of the entries named `<prefix>:<operationId>` in `storage`; none at all without one. */
 export function createJournal(storage: JournalStorage | undefined, prefix: string): Journal {
-  const removeKey = (key: string): void => {
-    try {
-      storage?.removeItem(key);
-    } catch {
-      // Storage refused: the next start imports it again, harmlessly (same key, same record).
-    }
-  };
-
-  /** This namespace's copies; a value that is not JSON is `undefined` (reported as corrupt on adoption). */
-  const copies = (): [key: string, value: unknown][] => {
-    const found: [string, unknown][] = [];
-    try {
-      for (let i = storage?.length ?? 0; i--; ) {
-        const key = storage!.key(i);
-        if (!key?.startsWith(prefix + ':')) continue;
-        let value: unknown;
-        try {
-          value = JSON.parse(storage!.getItem(key) ?? 'null');
-        } catch {
-          // Left undefined.
-        }
-        found.push([key, value]);
-      }
-    } catch {
-      // Storage refused: IndexedDB alone.
-    }
-    return found;
-  };
-
+  const copies = createPageRecords(storage, prefix + ':');
   return {
-    write(entry) {
-      try {
-        storage?.setItem(`${prefix}:${entry.operationId}`, JSON.stringify(entry));
-      } catch {
-        // Full or refused: IndexedDB alone.
-      }
-    },
-    remove: (operationId) => removeKey(`${prefix}:${operationId}`),
-    clear: () => copies().forEach(([key]) => removeKey(key)),
+    write: (entry) => copies.write(entry.operationId, entry),
+    remove: copies.remove,
+    clear: () => copies.ids().forEach(copies.remove),
     async adopt(put, report) {
-      for (const [key, value] of copies()) {
+      // Read up front: while `put` waits, this or another tab may remove a copy whose entry landed.
+      const found = copies.ids().map((operationId) => [operationId, copies.read(operationId)] as const);
+      for (const [operationId, value] of found) {
         const parsed = outboxRecordSchema.safeParse(value);
         if (!parsed.success) report(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
         // Kept when the write failed: the next start tries again.
         else if (await put(parsed.data as OutboxRecord)) continue;
-        removeKey(key);
+        // A removal storage refuses is harmless: the next start adopts the same record again.
+        copies.remove(operationId);
       }
     },
   };

@@ -4,6 +4,7 @@
  * tabs never overwrite each other's and the next page sends what this one left.
  */
 import type { KeyValueStorage } from '../ports/storage.js';
+import { createPageRecords } from '../storage/page-records.js';
 
 const PREFIX = 'lifeline-receipt:';
 
@@ -16,61 +17,41 @@ export interface ReceiptRecord {
   attempts: number;
 }
 
-function parse(value: string | null): ReceiptRecord | undefined {
-  if (value === null) return undefined;
-  try {
-    const record = JSON.parse(value) as Partial<ReceiptRecord>;
-    const ok =
-      typeof record.turnId === 'string' &&
-      Number.isSafeInteger(record.seq) &&
-      typeof record.textSha256 === 'string' &&
-      typeof record.createdAt === 'number' &&
-      typeof record.attempts === 'number';
-    return ok ? (record as ReceiptRecord) : undefined;
-  } catch {
-    return undefined;
-  }
+function isReceipt(value: unknown): value is ReceiptRecord {
+  const record = value as Partial<ReceiptRecord> | undefined;
+  return (
+    typeof record?.turnId === 'string' &&
+    Number.isSafeInteger(record.seq) &&
+    typeof record.textSha256 === 'string' &&
+    typeof record.createdAt === 'number' &&
+    typeof record.attempts === 'number'
+  );
 }
 
-/** The receipts as stored: in memory, and in `storage` when the page may use it (best effort). */
+/** The receipts as stored: in memory, and in `storage` when the page may use it (best effort, storage/page-records.ts). */
 export function createReceiptStore(storage: KeyValueStorage | undefined, namespace: string) {
-  const prefix = `${PREFIX}${namespace}:`;
+  const stored = createPageRecords(storage, `${PREFIX}${namespace}:`);
   const memory = new Map<string, ReceiptRecord>();
-  /** Turn ids of every receipt `storage` holds for this namespace. */
-  const storedIds = (): string[] =>
-    safely(() => {
-      const ids: string[] = [];
-      for (let i = 0; storage && i < storage.length; i++) {
-        const key = storage.key(i);
-        if (key?.startsWith(prefix)) ids.push(key.slice(prefix.length));
-      }
-      return ids;
-    }, []);
   const remove = (turnId: string): void => {
     memory.delete(turnId);
-    safely(() => storage?.removeItem(prefix + turnId), undefined);
+    stored.remove(turnId);
   };
   return {
-    storedIds,
+    /** Turn ids of every receipt `storage` holds for this namespace. */
+    storedIds: stored.ids,
     remove,
-    read: (turnId: string): ReceiptRecord | undefined => memory.get(turnId) ?? parse(safely(() => storage?.getItem(prefix + turnId) ?? null, null)),
+    read(turnId: string): ReceiptRecord | undefined {
+      const record = memory.get(turnId) ?? stored.read(turnId);
+      return isReceipt(record) ? record : undefined;
+    },
     write(record: ReceiptRecord): void {
       memory.set(record.turnId, record);
-      safely(() => storage?.setItem(prefix + record.turnId, JSON.stringify(record)), undefined);
+      stored.write(record.turnId, record);
     },
     clear(): void {
-      for (const turnId of new Set([...memory.keys(), ...storedIds()])) remove(turnId);
+      for (const turnId of new Set([...memory.keys(), ...stored.ids()])) remove(turnId);
     },
   };
 }
 
 export type ReceiptStore = ReturnType<typeof createReceiptStore>;
-
-/** Storage that is full or refused leaves the receipt in memory: best effort, like the outbox journal. */
-function safely<T>(step: () => T, fallback: T): T {
-  try {
-    return step();
-  } catch {
-    return fallback;
-  }
-}

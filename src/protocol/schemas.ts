@@ -1,5 +1,6 @@
 /**
- * zod schemas of every wire object in docs/protocol.md (version 1.2). The client validates
+ * zod schemas of every wire object in docs/protocol.md (version 1.2) the client reads or
+ * sends; those only the server side reads are in `server-schemas.ts`. The client validates
  * everything it receives with these; the reference server's tests validate everything
  * it produces with the same ones, so the two cannot drift apart.
  *
@@ -221,33 +222,6 @@ export type ListAnswer = z.infer<typeof listAnswerSchema>;
 
 export const cancelAnswerSchema = z.object({ turn: turnObjectSchema });
 export type CancelAnswer = z.infer<typeof cancelAnswerSchema>;
-
-// ---------------------------------------------------------------- section 10: receipts
-
-/** `POST /turns/{id}/delivered`: the turn.end seq and the SHA-256 (hex) of the client's own copy of the text. */
-export const receiptBodySchema = z.object({
-  seq: seqSchema,
-  textSha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)),
-});
-export type ReceiptBody = z.infer<typeof receiptBodySchema>;
-
-export const receiptAnswerSchema = z.object({ turn: turnObjectSchema });
-export type ReceiptAnswer = z.infer<typeof receiptAnswerSchema>;
-
-// ---------------------------------------------------------------- section 11: operator API
-
-/** The states an operator lists turns by. */
-export const operatorStateSchema = z.enum(['live', 'stuck', 'undelivered', 'mismatch', 'failed']);
-export type OperatorState = z.infer<typeof operatorStateSchema>;
-/** A turn object as the operator API shows it: with the principal it belongs to. */
-export const operatorTurnSchema = z.extend(turnObjectSchema, { principal: z.string() });
-export type OperatorTurn = z.infer<typeof operatorTurnSchema>;
-export const operatorListAnswerSchema = z.object({ turns: z.array(operatorTurnSchema) });
-export type OperatorListAnswer = z.infer<typeof operatorListAnswerSchema>;
-export const operatorShowAnswerSchema = z.object({ turn: operatorTurnSchema, events: z.array(z.unknown()), hasMore: z.boolean() });
-export type OperatorShowAnswer = z.infer<typeof operatorShowAnswerSchema>;
-export const operatorEndAnswerSchema = z.object({ turn: operatorTurnSchema });
-export type OperatorEndAnswer = z.infer<typeof operatorEndAnswerSchema>;
 
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string().check(z.regex(/^[a-z0-9_]+$/)), message: z.string() }),

@@ -24,6 +24,5 @@ export type {
   ServerTurnStatus,
   Delivery,
   DeliveryState,
-  OperatorState,
-  OperatorTurn,
 } from '../protocol/schemas.js';
+export type { OperatorState, OperatorTurn } from '../protocol/server-schemas.js';

@@ -1,4 +1,4 @@
-import { receiptBodySchema, type ReceiptAnswer } from '../../protocol/schemas.js';
+import { receiptBodySchema, type ReceiptAnswer } from '../../protocol/server-schemas.js';
 import type { HandlerContext } from './handler-context.js';
 import { HttpError, RouteNotFound, jsonResponse } from './responses.js';
 import { readSmallJson } from './small-json.js';

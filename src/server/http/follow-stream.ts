@@ -1,6 +1,5 @@
-import type { TurnEvent } from '../../protocol/schemas.js';
 import type { TurnLog } from '../log/turn-log.js';
-import { FOLLOW_CHUNK_BYTES, sseFrame, type FeedHub, type TurnFeed } from './turn-feed.js';
+import { FOLLOW_CHUNK_BYTES, sseFrame, type FeedHub, type FeedReader, type TurnFeed } from './turn-feed.js';
 
 export { FOLLOW_CHUNK_BYTES } from './turn-feed.js';
 
@@ -20,8 +19,29 @@ export interface FollowOptions {
   signal: AbortSignal;
 }
 
-/** What one pull produced: a chunk to send, and whether the stream is over after it. */
-type Step = { chunk?: Uint8Array; done: boolean };
+/**
+ * Where a follower writes its stream: a web stream's controller, or a connection an
+ * adapter hands over (the Node adapter's `ServerResponse`). The bytes written may be
+ * shared with other followers of the turn: a sink passes them on, it never changes them.
+ */
+export interface FollowSink {
+  /** Writes `chunk`; false once the sink wants nothing more until it calls the follower's `resume()`. */
+  write(chunk: Uint8Array): boolean;
+  /** The stream is complete. */
+  end(): void;
+  /** The stream cannot go on (a backlog read failed); the connection should be cut. */
+  fail(error: unknown): void;
+}
+
+/** A follow answer's body as an adapter drives it when it writes the stream itself. */
+export interface FollowWriter {
+  /** Starts writing into `sink`. */
+  start(sink: FollowSink): void;
+  /** The sink has room again (its `write` answered false before). */
+  resume(): void;
+  /** The connection went away: the follower leaves its feed, nothing more is written. */
+  cancel(): void;
+}
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0] as Uint8Array;
@@ -37,112 +57,214 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
 }
 
 /**
- * One follower of a turn's feed: where it is, and the `retry:` line still to send. Each
- * `next()` answers one pull of the stream: the frames after its cursor from the feed
- * (shared, encoded once), or, when it is further behind than the feed's window, a page
- * it reads from the log itself; else it waits for the feed's next change.
+ * `unstarted` until a sink is given; `writing` while it writes; `reading` a backlog page
+ * from the log; `waiting` at the feed's head with room (the feed wakes it); `full` until
+ * its sink has room again; `done` once it ended, failed or was cancelled.
  */
-class FeedFollower {
+type Phase = 'unstarted' | 'writing' | 'reading' | 'waiting' | 'full' | 'done';
+
+/**
+ * One follower of a turn's feed: where it is, and the `retry:` line still to send. It
+ * writes while its sink has room: the frames after its cursor from the feed (shared,
+ * encoded once), or, when it is further behind than the feed's window, a page it reads
+ * from the log itself; at the head it waits for the feed to wake it. Nothing per event
+ * is allocated for it beyond the write itself: no promise, timer or listener.
+ */
+class FeedFollower implements FeedReader, FollowWriter {
+  #phase: Phase = 'unstarted';
   #cursor: number;
   #prefix: Uint8Array | undefined;
   #beat: number;
+  #sink: FollowSink | undefined;
   readonly #options: FollowOptions;
   readonly #feed: TurnFeed;
-  readonly #stop: AbortSignal;
+  /** The request went away: the stream ends (a sink already given is closed), and the follower leaves its feed. */
+  readonly #onAbort = (): void => {
+    if (this.#sink === undefined) this.#leave();
+    else if (this.#phase !== 'done') this.#end();
+  };
 
-  constructor(options: FollowOptions, feed: TurnFeed, stop: AbortSignal) {
+  constructor(options: FollowOptions) {
     this.#options = options;
-    this.#feed = feed;
-    this.#stop = stop;
+    this.#feed = options.feeds.join(options.turnId, options.after);
     this.#cursor = options.after;
-    this.#beat = feed.beat;
+    this.#beat = this.#feed.beat;
     this.#prefix = encoder.encode(`retry: ${options.retryMs}\n\n`);
+    options.signal.addEventListener('abort', this.#onAbort, { once: true });
+    if (options.signal.aborted) this.#leave();
   }
 
-  async next(): Promise<Step> {
+  get unstarted(): boolean {
+    return this.#phase === 'unstarted';
+  }
+
+  get done(): boolean {
+    return this.#phase === 'done';
+  }
+
+  start(sink: FollowSink): void {
+    if (this.#phase !== 'unstarted') return;
+    this.#sink = sink;
+    this.#write();
+  }
+
+  resume(): void {
+    if (this.#phase === 'full' || this.#phase === 'waiting') this.#write();
+  }
+
+  wake(): void {
+    if (this.#phase === 'waiting') this.#write();
+  }
+
+  cancel(): void {
+    this.#leave();
+  }
+
+  /** Writes steps while the sink has room; then waits for room, for the feed, or for a backlog page. */
+  #write(): void {
     const feed = this.#feed;
+    this.#phase = 'writing';
     for (;;) {
-      if (this.#stop.aborted) return { done: true };
-      const frames = feed.framesAfter(this.#cursor, FOLLOW_CHUNK_BYTES);
-      if (frames === undefined) return this.#backlog();
-      const last = frames.at(-1);
-      if (last !== undefined) {
-        this.#cursor = last.seq;
-        return this.#send(frames.map((frame) => frame.bytes));
-      }
-      // Nothing logged yet: send `retry:` at once so the client sees a live stream.
-      if (this.#prefix !== undefined) return this.#send([]);
-      if (feed.isOver(this.#cursor)) return { done: true };
-      if (feed.beat !== this.#beat) {
+      const step = feed.stepAfter(this.#cursor, FOLLOW_CHUNK_BYTES);
+      if (step === undefined) return this.#readBacklog();
+      let room: boolean;
+      if (step.chunks.length > 0) {
+        this.#cursor = step.last;
+        room = this.#send(step.chunks);
+      } else if (this.#prefix !== undefined) {
+        // Nothing logged yet: send `retry:` at once so the client sees a live stream.
+        room = this.#send(step.chunks);
+      } else if (feed.isOver(this.#cursor)) {
+        return this.#end();
+      } else if (feed.beat !== this.#beat) {
         this.#beat = feed.beat;
-        return { chunk: HEARTBEAT, done: false };
+        room = this.#send([HEARTBEAT]);
+      } else {
+        this.#phase = 'waiting';
+        feed.wait(this);
+        return;
       }
-      await feed.changed(this.#stop);
+      if (feed.isOver(this.#cursor)) return this.#end();
+      if (!room) {
+        this.#phase = 'full';
+        return;
+      }
     }
   }
 
   /** A page the feed's window no longer holds, read and encoded for this follower alone. */
-  async #backlog(): Promise<Step> {
+  #readBacklog(): void {
     const { log, turnId } = this.#options;
-    const page = await log.read(turnId, this.#cursor, BACKLOG_PAGE_EVENTS, FOLLOW_CHUNK_BYTES);
-    const frames = page.events.map((event: TurnEvent) => sseFrame(event));
-    const last = page.events.at(-1);
-    if (last !== undefined) this.#cursor = last.seq;
-    return this.#send(frames);
+    this.#phase = 'reading';
+    log.read(turnId, this.#cursor, BACKLOG_PAGE_EVENTS, FOLLOW_CHUNK_BYTES).then(
+      (page) => {
+        if (this.#phase !== 'reading') return;
+        const last = page.events.at(-1);
+        // Nothing after the cursor although the feed is past it: the turn's log went away.
+        if (last === undefined) return this.#end();
+        this.#cursor = last.seq;
+        const room = this.#send([concat(page.events.map(sseFrame))]);
+        if (this.#feed.isOver(this.#cursor)) return this.#end();
+        if (room) this.#write();
+        else this.#phase = 'full';
+      },
+      (error: unknown) => {
+        if (this.#phase !== 'reading') return;
+        const sink = this.#sink as FollowSink;
+        this.#leave();
+        sink.fail(error);
+      },
+    );
   }
 
-  #send(frames: Uint8Array[]): Step {
-    if (this.#prefix !== undefined) frames.unshift(this.#prefix);
+  #send(chunks: readonly Uint8Array[]): boolean {
+    const sink = this.#sink as FollowSink;
+    let room = true;
+    if (this.#prefix !== undefined) room = sink.write(this.#prefix);
     this.#prefix = undefined;
-    return { chunk: concat(frames), done: this.#feed.isOver(this.#cursor) };
+    for (const chunk of chunks) room = sink.write(chunk);
+    return room;
   }
+
+  #end(): void {
+    const sink = this.#sink as FollowSink;
+    this.#leave();
+    sink.end();
+  }
+
+  #leave(): void {
+    if (this.#phase === 'done') return;
+    this.#phase = 'done';
+    this.#options.signal.removeEventListener('abort', this.#onAbort);
+    this.#feed.unwait(this);
+    this.#options.feeds.leave(this.#feed);
+  }
+}
+
+/** Follow bodies an adapter may write itself (see {@link takeFollowWriter}). */
+const writable = new WeakMap<ReadableStream<Uint8Array>, FeedFollower>();
+
+/**
+ * The follower behind a follow answer's body, for an adapter that writes the stream to
+ * its connection itself instead of reading the web stream (the Node adapter does: no
+ * promise per event and follower). `undefined` for any other body, or one that was read.
+ * Once taken, the web stream is never pulled: the writer is the body.
+ */
+export function takeFollowWriter(body: ReadableStream<Uint8Array>): FollowWriter | undefined {
+  const follower = writable.get(body);
+  if (follower === undefined || body.locked || !follower.unstarted) return undefined;
+  writable.delete(body);
+  return follower;
+}
+
+/** A web stream's controller as a sink: room while a read waits (high-water mark 0). */
+function controllerSink(controller: ReadableStreamDefaultController<Uint8Array>): FollowSink {
+  return {
+    write(chunk) {
+      controller.enqueue(chunk);
+      return (controller.desiredSize ?? 0) > 0;
+    },
+    end() {
+      try {
+        controller.close();
+      } catch {
+        // already closed by its reader's cancel()
+      }
+    },
+    fail(error) {
+      controller.error(error);
+    },
+  };
 }
 
 /**
  * The body of a follow answer (section 2): `retry:`, then every logged event after
  * the resume point, then live events, heartbeats while idle, and the end after
  * `turn.end`. Written at the reader's pace: with a high-water mark of 0 the stream
- * takes the next chunk only when its reader (the Node adapter, after `drain`) asks, and
- * each chunk is bounded by {@link FOLLOW_CHUNK_BYTES}. A reader that stops reading costs
- * one chunk, never the turn.
+ * takes the next step only when its reader (the Node adapter, after `drain`) asks, and
+ * each step is bounded by {@link FOLLOW_CHUNK_BYTES}. A reader that stops reading costs
+ * one step, never the turn.
  */
 export function createFollowStream(options: FollowOptions): ReadableStream<Uint8Array> {
-  const { signal, feeds } = options;
-  const stop = new AbortController();
-  const feed = feeds.join(options.turnId, options.after);
-  const onAbort = (): void => release();
-  let released = false;
-  function release(): void {
-    if (released) return;
-    released = true;
-    signal.removeEventListener('abort', onAbort);
-    stop.abort();
-    feeds.leave(feed);
-  }
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) release();
-  const follower = new FeedFollower(options, feed, stop.signal);
-
-  return new ReadableStream<Uint8Array>(
+  const follower = new FeedFollower(options);
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const stream = new ReadableStream<Uint8Array>(
     {
-      async pull(controller) {
-        const step = await follower.next();
-        // Cancelled while reading: the stream is closed already, nothing more goes out.
-        const cancelled = stop.signal.aborted;
-        if (step.chunk !== undefined && !cancelled) controller.enqueue(step.chunk);
-        if (!step.done && !cancelled) return;
-        release();
-        // The reader may already have cancelled the stream, which closes it.
-        try {
-          controller.close();
-        } catch {
-          // already closed by cancel()
-        }
+      start(given) {
+        controller = given;
+      },
+      pull() {
+        // Aborted before anyone read: nothing to send.
+        if (follower.done) controller?.close();
+        else if (follower.unstarted && controller) follower.start(controllerSink(controller));
+        else follower.resume();
       },
       cancel() {
-        release();
+        follower.cancel();
       },
     },
     { highWaterMark: 0 },
   );
+  writable.set(stream, follower);
+  return stream;
 }

@@ -4,6 +4,7 @@ import type { ServerMetrics } from '../metrics.js';
 import type { OperatorSettings } from './operator-access.js';
 import type { CrossSitePolicy } from './cross-site.js';
 import type { FeedHub } from './turn-feed.js';
+import type { ReplayCache } from './replay-cache.js';
 
 /** What every route of the handler works with, resolved once from the options. */
 export interface HandlerContext {
@@ -15,6 +16,8 @@ export interface HandlerContext {
   crossSite: CrossSitePolicy;
   /** One log reader per followed turn on this instance, shared by its followers. */
   feeds: FeedHub;
+  /** Serialised replay pages of ended turns (replay-cache.ts). */
+  replays: ReplayCache;
   now: () => number;
   heartbeatMs: number;
   retryMs: number;

@@ -9,6 +9,7 @@ import { submitMessage } from './submit.js';
 import { CrossSitePolicy } from './cross-site.js';
 import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from './store-guard.js';
 import { FeedHub } from './turn-feed.js';
+import { ReplayCache } from './replay-cache.js';
 import type { TurnLog } from '../log/turn-log.js';
 import { cancelTurn, followTurn, listTurns, replayTurn } from './turn-routes.js';
 import { deliveredTurn } from './delivered.js';
@@ -69,6 +70,7 @@ function handlerContext(options: LifelineHandlerOptions, log: TurnLog): HandlerC
   return {
     log: guarded,
     feeds: new FeedHub(guarded, heartbeatMs, (error) => report(error, { phase: 'store' })),
+    replays: new ReplayCache(),
     producer,
     accepting: true,
     now: options.now ?? Date.now,

@@ -5,7 +5,8 @@
  * (operator-access.ts) and answers `404` while off or refused.
  */
 import { sha256Hex } from '../../protocol/integrity.js';
-import { ID_PATTERN, operatorStateSchema, type OperatorEndAnswer, type OperatorListAnswer, type OperatorShowAnswer, type OperatorTurn } from '../../protocol/schemas.js';
+import { ID_PATTERN } from '../../protocol/schemas.js';
+import { operatorStateSchema, type OperatorEndAnswer, type OperatorListAnswer, type OperatorShowAnswer, type OperatorTurn } from '../../protocol/server-schemas.js';
 import type { HandlerContext } from './handler-context.js';
 import type { OperatorSettings } from './operator-access.js';
 import { parseLimit, resumePoint } from './request-parsing.js';

@@ -1,7 +1,7 @@
 import type { ErrorBody, ServerErrorCode } from '../../protocol/schemas.js';
 
 /** Headers every JSON answer carries: these are per-user, per-moment answers, never cacheable. */
-const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
+export const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
 /** A JSON answer. */
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {

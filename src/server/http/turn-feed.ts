@@ -4,44 +4,98 @@ import { isExpiredTurn, type TurnLog } from '../log/turn-log.js';
 /** Most events read from the log per page. */
 const PAGE_EVENTS = 2000;
 /**
- * Most event data per page read, and per chunk a follower is handed, unless one event
- * alone is larger. A follower is pulled only when its socket asks for more, so it holds at
- * most one chunk plus what its socket buffered: well under the protocol's 1 MiB bound per
- * connection (docs/protocol.md §8), however large the turn and however slow the reader.
+ * Most event data per page read, and per step a follower writes, unless one event alone
+ * is larger. A follower writes its next step only once its sink has room again, so it
+ * holds at most one step plus what its socket buffered: well under the protocol's 1 MiB
+ * bound per connection (docs/protocol.md §8), however large the turn and however slow
+ * the reader.
  */
 export const FOLLOW_CHUNK_BYTES = 64 * 1024;
 /** Encoded frames a feed keeps for followers that are a little behind; older ones come from the log. */
 const WINDOW_BYTES = 1024 * 1024;
+/**
+ * Followers woken in one go before the feed lets the event loop poll I/O: a fan-out to
+ * thousands of sockets in one synchronous burst would keep every other request (a
+ * replay, a submission) waiting until the last socket was written.
+ */
+const WAKE_SLICE = 64;
 
 const encoder = new TextEncoder();
 
-/** One SSE message for a logged event: `id` = seq, `event` = type, one line of JSON data. */
-export function sseFrame(event: TurnEvent): Uint8Array {
-  return encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+/** One SSE message for a logged event, as text: `id` = seq, `event` = type, one line of JSON data. */
+function sseText(event: TurnEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
-interface Frame {
-  seq: number;
+/** One SSE message for a logged event, encoded. */
+export function sseFrame(event: TurnEvent): Uint8Array {
+  return encoder.encode(sseText(event));
+}
+
+/** Lets the event loop poll I/O before the rest of a fan-out (setImmediate where the platform has it). */
+const yieldToIo: () => Promise<void> =
+  typeof setImmediate === 'function' ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/**
+ * The frames of consecutive events as one read of the log brought them, encoded into one
+ * buffer: every follower at that point is written the same bytes (or a view of their tail).
+ */
+interface Batch {
+  /** Seq of the first frame. */
+  first: number;
   bytes: Uint8Array;
+  /** End offset of each frame in `bytes`. */
+  ends: number[];
+}
+
+/** What a follower writes next: shared views of the feed's frames, up to seq `last`. */
+export interface FeedStep {
+  chunks: Uint8Array[];
+  last: number;
+}
+
+/** A follower as its feed sees it: woken when the feed moved (frames, beat, end). */
+export interface FeedReader {
+  wake(): void;
+}
+
+/** The frames' text encoded once; where each frame ends is known from the text when it is all ASCII, as it nearly always is. */
+function batchOf(texts: string[], first: number): Batch {
+  const ends: number[] = [];
+  let total = 0;
+  for (const text of texts) ends.push((total += text.length));
+  const bytes = encoder.encode(texts.length === 1 ? (texts[0] as string) : texts.join(''));
+  if (bytes.byteLength === total) return { first, bytes, ends };
+  // Some character took more than one byte: frame by frame.
+  const frames = texts.map((text) => encoder.encode(text));
+  const joined = new Uint8Array(bytes.byteLength);
+  let at = 0;
+  for (let i = 0; i < frames.length; i++) {
+    joined.set(frames[i] as Uint8Array, at);
+    ends[i] = at += (frames[i] as Uint8Array).byteLength;
+  }
+  return { first, bytes: joined, ends };
 }
 
 /**
  * The one reader of a live turn's log on this instance: it waits on the log, reads each
- * new page once, encodes each event to its SSE frame once, and hands the frames to every
- * follower of the turn here. Followers cost the log nothing per event, whatever their
- * number. It also keeps the turn's idle beat: each time a wait of one heartbeat passes
- * with nothing new, `beat` moves and every idle follower sends a heartbeat.
+ * new page once, encodes it to SSE frames once, and wakes the followers of the turn
+ * here that wait at its head; each writes the same shared bytes. Followers cost the log
+ * nothing per event, whatever their number. It also keeps the turn's idle beat: each
+ * time a wait of one heartbeat passes with nothing new, `beat` moves and every idle
+ * follower sends a heartbeat.
  */
 export class TurnFeed {
   readonly turnId: string;
   readonly #log: TurnLog;
   readonly #heartbeatMs: number;
   readonly #stop = new AbortController();
-  readonly #listeners = new Set<() => void>();
+  /** Followers at the feed's head with room to write: woken at its next change. */
+  readonly #waiting = new Set<FeedReader>();
   /** Resolves the feed's pause once a follower waits for it (see `#run`). */
   #onDemand: (() => void) | undefined;
-  /** Recent frames, oldest first, at most WINDOW_BYTES. */
-  #frames: Frame[] = [];
+  /** Recent frames in batches, oldest first, at most about WINDOW_BYTES. */
+  #batches: Batch[] = [];
   #windowBytes = 0;
   /** Last seq read from the log. */
   #head: number;
@@ -50,6 +104,9 @@ export class TurnFeed {
   /** The turn is gone (expired, unknown) or the log failed: followers close. */
   #gone = false;
   #beat = 0;
+  /** A wake-up is under way (`#wakeAll`); `#again` asks it for one more round. */
+  #waking = false;
+  #again = false;
   subscribers = 0;
 
   constructor(log: TurnLog, turnId: string, after: number, heartbeatMs: number, onError: (error: unknown) => void) {
@@ -60,7 +117,7 @@ export class TurnFeed {
     this.#run().catch((error: unknown) => {
       if (!this.#stop.signal.aborted) onError(error);
       this.#gone = true;
-      this.#notify();
+      this.#changed();
     });
   }
 
@@ -79,37 +136,41 @@ export class TurnFeed {
   }
 
   /**
-   * Frames after `cursor` up to about `maxBytes`, or `undefined` when the window no
-   * longer holds the next one (the follower reads the log itself until it catches up).
+   * The frames after `cursor`, whole batches up to about `maxBytes` (at least one), as
+   * views shared with every other follower; no chunks at the head; `undefined` when the
+   * window no longer holds the next one (the follower reads the log itself).
    */
-  framesAfter(cursor: number, maxBytes: number): Frame[] | undefined {
-    const first = this.#frames[0];
-    if (cursor >= this.#head) return [];
-    if (first === undefined || first.seq > cursor + 1) return undefined;
-    const taken: Frame[] = [];
+  stepAfter(cursor: number, maxBytes: number): FeedStep | undefined {
+    if (cursor >= this.#head) return { chunks: [], last: cursor };
+    const batches = this.#batches;
+    // Followers are nearly always at one of the last batches: search from the end.
+    let i = batches.length - 1;
+    while (i >= 0 && (batches[i] as Batch).first > cursor + 1) i--;
+    if (i < 0) return undefined;
+    const chunks: Uint8Array[] = [];
     let bytes = 0;
-    for (let i = cursor + 1 - first.seq; i < this.#frames.length; i++) {
-      const frame = this.#frames[i] as Frame;
-      bytes += frame.bytes.byteLength;
-      if (taken.length > 0 && bytes > maxBytes) break;
-      taken.push(frame);
+    let last = cursor;
+    for (; i < batches.length; i++) {
+      const batch = batches[i] as Batch;
+      const skip = last + 1 - batch.first;
+      const chunk = skip === 0 ? batch.bytes : batch.bytes.subarray(batch.ends[skip - 1]);
+      bytes += chunk.byteLength;
+      if (chunks.length > 0 && bytes > maxBytes) break;
+      chunks.push(chunk);
+      last = batch.first + batch.ends.length - 1;
     }
-    return taken;
+    return { chunks, last };
   }
 
-  /** Resolves at the feed's next change (frames, beat, end) or when `signal` aborts. */
-  changed(signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.#listeners.delete(done);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      this.#listeners.add(done);
-      signal.addEventListener('abort', done, { once: true });
-      this.#onDemand?.();
-    });
+  /** `reader` waits at the head: it is woken at the feed's next change. */
+  wait(reader: FeedReader): void {
+    this.#waiting.add(reader);
+    this.#onDemand?.();
+  }
+
+  /** `reader` no longer waits (it left). */
+  unwait(reader: FeedReader): void {
+    this.#waiting.delete(reader);
   }
 
   stop(): void {
@@ -119,11 +180,11 @@ export class TurnFeed {
 
   /**
    * Resolves once some follower waits for the feed. A feed reads only for followers at
-   * its head: followers still sending what they have (or paused by their socket) need
+   * its head: followers still writing what they have (or held back by their socket) need
    * nothing new, and ones behind its window read the log themselves.
    */
   #demand(): Promise<void> {
-    if (this.#listeners.size > 0 || this.#stop.signal.aborted) return Promise.resolve();
+    if (this.#waiting.size > 0 || this.#stop.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       this.#onDemand = () => {
         this.#onDemand = undefined;
@@ -132,24 +193,52 @@ export class TurnFeed {
     });
   }
 
-  #notify(): void {
-    for (const listener of [...this.#listeners]) listener();
+  /** The feed moved: wakes the waiting followers, a slice at a time (see WAKE_SLICE). */
+  #changed(): void {
+    if (this.#waking) {
+      this.#again = true;
+      return;
+    }
+    this.#waking = true;
+    void this.#wakeAll();
+  }
+
+  async #wakeAll(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        const readers = [...this.#waiting];
+        this.#waiting.clear();
+        for (let i = 0; i < readers.length; i++) {
+          // A follower woken later in the round writes what came meanwhile too; earlier ones get the next round.
+          if (i > 0 && i % WAKE_SLICE === 0) await yieldToIo();
+          (readers[i] as FeedReader).wake();
+        }
+      } while (this.#again);
+    } finally {
+      // Synchronously at the end of a round that never yielded: a change right after starts a new one.
+      this.#waking = false;
+    }
   }
 
   #add(events: readonly TurnEvent[]): void {
+    const frames: string[] = [];
+    const first = this.#head + 1;
     for (const event of events) {
       // The page continues the log where the feed stands; anything else is a bug of the log.
       if (event.seq !== this.#head + 1) continue;
-      const bytes = sseFrame(event);
-      this.#frames.push({ seq: event.seq, bytes });
-      this.#windowBytes += bytes.byteLength;
+      frames.push(sseText(event));
       this.#head = event.seq;
       if (event.type === 'turn.end') this.#endSeq = event.seq;
     }
-    while (this.#windowBytes > WINDOW_BYTES && this.#frames.length > 1) {
-      this.#windowBytes -= (this.#frames.shift() as Frame).bytes.byteLength;
+    if (frames.length === 0) return;
+    const batch = batchOf(frames, first);
+    this.#batches.push(batch);
+    this.#windowBytes += batch.bytes.byteLength;
+    while (this.#windowBytes > WINDOW_BYTES && this.#batches.length > 1) {
+      this.#windowBytes -= (this.#batches.shift() as Batch).bytes.byteLength;
     }
-    this.#notify();
+    this.#changed();
   }
 
   async #run(): Promise<void> {
@@ -173,7 +262,7 @@ export class TurnFeed {
         const turn = await log.getTurn(this.turnId);
         if (turn === undefined || isExpiredTurn(turn)) this.#gone = true;
         else if (turn.endedAt === undefined) this.#beat++;
-        this.#notify();
+        this.#changed();
       }
       if (signal.aborted || this.#endSeq !== undefined || this.#gone) break;
       woken = (await log.waitForEvents(this.turnId, this.#head, { signal, timeoutMs: this.#heartbeatMs, justRead })) ?? undefined;

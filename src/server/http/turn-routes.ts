@@ -2,7 +2,7 @@ import type { CancelAnswer, ListAnswer, ReplayAnswer, TurnObject } from '../../p
 import { createFollowStream } from './follow-stream.js';
 import type { HandlerContext } from './handler-context.js';
 import { parseLimit, resumePoint } from './request-parsing.js';
-import { HttpError, jsonResponse } from './responses.js';
+import { HttpError, JSON_HEADERS, jsonResponse } from './responses.js';
 import { isExpiredTurn, type StoredTurn } from '../log/turn-log.js';
 
 const LIVE_STATUSES = new Set(['pending', 'streaming']);
@@ -66,12 +66,22 @@ export async function followTurn(context: HandlerContext, request: Request, url:
   });
 }
 
-/** `GET /turns/{id}` (section 3): one page, bounded by `limit` and by the log's page bytes. */
+/**
+ * `GET /turns/{id}` (section 3): one page, bounded by `limit` and by the log's page bytes.
+ * An ended turn's pages no longer change: they come from the replay cache, serialised
+ * once, and its record is read once (nothing newer can be in the page).
+ */
 export async function replayTurn(context: HandlerContext, url: URL, turnId: string, principal: string): Promise<Response> {
   const after = resumePoint(null, url);
   const limit = parseLimit(url, DEFAULT_REPLAY_LIMIT, MAX_REPLAY_LIMIT);
   const before = await visibleTurn(context, turnId, principal);
   checkNotAhead(after, before);
+  if (before.endedAt !== undefined) {
+    const page = context.replays.get(turnId, after, limit) ?? context.replays.put(turnId, after, limit, await context.log.read(turnId, after, limit));
+    // The same text JSON.stringify gives for the whole answer (keys in ReplayAnswer's order), the events serialised once.
+    const body = `{"turn":${JSON.stringify(turnObject(before))},"events":${page.eventsJson},"hasMore":${page.hasMore}}`;
+    return new Response(body, { status: 200, headers: JSON_HEADERS });
+  }
   const page = await context.log.read(turnId, after, limit);
   // Read the turn again so its lastSeq and status cover every event returned.
   const turn = page.events.length > 0 ? await visibleTurn(context, turnId, principal) : before;

@@ -11,7 +11,7 @@
  * leaves at most an extra entry, which a listing finds (the record says otherwise) and
  * repairs; no listing ever shows a turn in a state its record does not have.
  */
-import type { OperatorState } from '../../protocol/schemas.js';
+import type { OperatorState } from '../../protocol/server-schemas.js';
 import { isExpiredTurn, type ExpiredTurn, type StoredTurn } from './turn-log.js';
 
 /** The sets a turn can be in; `ended`: ended, delivery still pending (the undelivered candidates). */

@@ -1,4 +1,5 @@
-import type { JsonObject, MessageContent, ReceiptBody, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { JsonObject, MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
+import type { ReceiptBody } from '../../protocol/server-schemas.js';
 import type { OperatorQuery } from './operator-index.js';
 
 /**

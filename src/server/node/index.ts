@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { toRequest } from './request.js';
 import { FETCH_METHODS, answerRefusedRequests, isForbiddenMethod } from './refusals.js';
 import { errorResponse } from '../http/responses.js';
+import { takeFollowWriter, type FollowWriter } from '../http/follow-stream.js';
 
 export { answerRefusedRequests } from './refusals.js';
 
@@ -30,6 +31,40 @@ function waitForDrain(res: ServerResponse): Promise<void> {
   });
 }
 
+/**
+ * A follow stream written straight to the connection: the follower writes its shared
+ * frames with `res.write` while the socket takes them and resumes on `drain`, instead of
+ * a web stream read chunk by chunk. The same bytes as reading the body would give.
+ */
+function writeFollow(writer: FollowWriter, res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onDrain = (): void => writer.resume();
+    const onClose = (): void => {
+      writer.cancel();
+      settle();
+    };
+    function settle(): void {
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve();
+    }
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+    writer.start({
+      write: (chunk) => !res.destroyed && res.write(chunk),
+      end() {
+        settle();
+        if (!res.destroyed) res.end();
+      },
+      fail(error) {
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+        reject(error);
+      },
+    });
+  });
+}
+
 async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
@@ -47,6 +82,8 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
   }
   // A stream must show its headers now, not with its first event.
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.flushHeaders();
+  const follow = takeFollowWriter(response.body);
+  if (follow !== undefined) return writeFollow(follow, res);
   const reader = response.body.getReader();
   const onClose = (): void => {
     reader.cancel().catch(() => undefined);

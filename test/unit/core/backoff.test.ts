@@ -90,7 +90,7 @@ describe('backoff', () => {
 
   it('retries the first failure after a healthy connection within the small spread, then doubles', () => {
     const backoff = createBackoff(DEFAULT_RETRY_POLICY, { random: () => 0.999, now: () => 0 });
-    expect(backoff.next({ afterHealthy: true })).toBe(19);
+    expect(backoff.next({ afterHealthy: true })).toBe(9);
     expect(backoff.next()).toBe(249);
     expect(backoff.next()).toBe(499);
     expect(backoff.next()).toBe(999);

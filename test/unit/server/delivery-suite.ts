@@ -5,17 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/protocol/integrity.js';
-import {
-  errorBodySchema,
-  operatorEndAnswerSchema,
-  operatorListAnswerSchema,
-  operatorShowAnswerSchema,
-  receiptAnswerSchema,
-  replayAnswerSchema,
-  turnEventSchema,
-  type OperatorTurn,
-  type TurnEvent,
-} from '../../../src/protocol/schemas.js';
+import { errorBodySchema, replayAnswerSchema, turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
+import { operatorEndAnswerSchema, operatorListAnswerSchema, operatorShowAnswerSchema, receiptAnswerSchema, type OperatorTurn } from '../../../src/protocol/server-schemas.js';
 import type { OperatorAuditEntry } from '../../../src/server/http/operator-access.js';
 import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, type ControlledAgent } from '../../fixtures/agents.js';

@@ -10,6 +10,7 @@ import { createLifelineHandler, type LifelineHandler } from '../../../src/server
 import { createMemoryTurnLog } from '../../../src/server/log/memory/index.js';
 import type { TurnLog } from '../../../src/server/log/turn-log.js';
 import { controlledAgent, textAgent } from '../../fixtures/agents.js';
+import { turnObject } from '../../../src/server/http/turn-routes.js';
 import { newKey, textOf, waitForTurnEnd } from '../../fixtures/server.js';
 
 const ORIGIN = 'http://lifeline.test';
@@ -171,6 +172,43 @@ describe('createLifelineHandler', () => {
     await expect.poll(() => waiting).toBe(0);
     expect((await next).done).toBe(true);
     await control.end();
+    await handler.close();
+    await inner.close();
+  });
+  it('answers replays of an ended turn from its cached page: the log read once, the same JSON, the record fresh each time', async () => {
+    const inner = createMemoryTurnLog();
+    let reads = 0;
+    const counting: TurnLog = Object.create(inner) as TurnLog;
+    counting.read = async (...args) => {
+      reads++;
+      return inner.read(...args);
+    };
+    const handler = createLifelineHandler({ agent: textAgent('hello there, cached'), store: counting, onError: () => undefined });
+    const turnId = await submit(handler);
+    const ended = await waitForTurnEnd(inner, turnId);
+    const url = `${ORIGIN}/turns/${turnId}?after=1&limit=3`;
+    const first = await (await handler(new Request(url))).text();
+    const page = await inner.read(turnId, 1, 3);
+    const stored = await inner.getTurn(turnId);
+    if (stored === undefined || 'expired' in stored) throw new Error('the turn is gone');
+    expect(first).toBe(JSON.stringify({ turn: turnObject(stored), events: page.events, hasMore: page.hasMore }));
+    const readsBefore = reads;
+    expect(await (await handler(new Request(url))).text()).toBe(first);
+    expect(reads).toBe(readsBefore);
+    // A receipt changes the record, not the page: the next replay says delivered, still without a read.
+    const text = textOf(await events(inner, turnId));
+    const receipt = await handler(
+      new Request(`${ORIGIN}/turns/${turnId}/delivered`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ seq: ended.lastSeq, textSha256: await sha256Hex(text) }),
+      }),
+    );
+    expect(receipt.status).toBe(200);
+    const again = JSON.parse(await (await handler(new Request(url))).text()) as { turn: { delivery: { state: string } }; events: unknown[] };
+    expect(again.turn.delivery.state).toBe('delivered');
+    expect(again.events).toEqual(page.events);
+    expect(reads).toBe(readsBefore);
     await handler.close();
     await inner.close();
   });

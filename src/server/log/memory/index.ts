@@ -1,7 +1,8 @@
 import { MemoryIdempotencyLedger } from './idempotency.js';
 import { MemoryTurnStore } from './turn-store.js';
 import type { EventPage, ExpiredTurn, IdempotencyRecord, NewTurn, NewTurnEvent, StoredTurn, TurnLog } from '../turn-log.js';
-import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody } from '../../../protocol/server-schemas.js';
 import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import type { DeliveryOutcome, StopRequest } from '../turn-log.js';
 import { MemorySortedSets } from './sorted-sets.js';

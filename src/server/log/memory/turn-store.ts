@@ -1,4 +1,5 @@
-import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody } from '../../../protocol/server-schemas.js';
 import {
   applyReceipt,
   DEFAULT_PAGE_BYTES,
@@ -12,6 +13,7 @@ import {
   type StopRequest,
   type StoredTurn,
 } from '../turn-log.js';
+import { Waiter } from './waiters.js';
 
 /**
  * A logged event without its turnId and seq (both implied by its position). Plain deltas,
@@ -25,8 +27,8 @@ interface Entry {
   endedAtMs: number | undefined;
   /** Set once a cancel or an operator's end was asked for. */
   stop: StopRequest | undefined;
-  /** Resolvers of pending `waitForEvents` calls; each removes itself when settled. */
-  waiters: Set<() => void>;
+  /** Pending `waitForEvents` calls; each removes itself when settled. */
+  waiters: Set<Waiter>;
 }
 
 /** A delta as kept: its bare text when that is all it has; else a copy without a structured clone (an AI SDK delta names its part). */
@@ -43,7 +45,7 @@ function expand(turnId: string, index: number, event: CompactEvent): TurnEvent {
 
 function wake(entry: Entry): void {
   // Copy: each waiter deletes itself from the set while we iterate.
-  for (const waiter of [...entry.waiters]) waiter();
+  for (const waiter of [...entry.waiters]) waiter.settle();
 }
 
 /**
@@ -135,17 +137,7 @@ export class MemoryTurnStore {
   waitForEvents(turnId: string, after: number, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number }): Promise<void> {
     const entry = this.#live(turnId);
     if (!entry || entry.events.length > after || entry.endedAtMs !== undefined || signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timeout);
-        signal.removeEventListener('abort', done);
-        entry.waiters.delete(done);
-        resolve();
-      };
-      const timeout = setTimeout(done, timeoutMs);
-      signal.addEventListener('abort', done, { once: true });
-      entry.waiters.add(done);
-    });
+    return new Promise<void>((resolve) => new Waiter(entry.waiters, signal, timeoutMs, resolve));
   }
 
   list(conversationId: string, principal: string, limit: number): StoredTurn[] {

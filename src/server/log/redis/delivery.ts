@@ -1,4 +1,4 @@
-import type { ReceiptBody } from '../../../protocol/schemas.js';
+import type { ReceiptBody } from '../../../protocol/server-schemas.js';
 import type { RedisContext } from './context.js';
 import { DELIVER } from './scripts.js';
 import type { OperatorIndex } from '../operator-index.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ReceiptBody, TurnEvent } from '../../../protocol/schemas.js';
+import type { TurnEvent } from '../../../protocol/schemas.js';
+import type { ReceiptBody } from '../../../protocol/server-schemas.js';
 import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
