@@ -285,7 +285,8 @@ export const INPUT_KEYS: readonly InputKey[] = [
   'page:main', 'page:alongside', 'timer:stall', 'timer:retry', 'timer:alongside', 'verified',
 ];
 
-export const PHASES = Object.keys(TABLE) as Phase[];
+/** Every phase, in the table's order (for the docs' table; pure, so a bundle that never reads it drops it). */
+export const PHASES = /* @__PURE__ */ Object.keys(TABLE) as Phase[];
 
 /** The transition function. Inputs that mean nothing in the current state change nothing. */
 export function transition(state: FollowState, input: FollowInput, env: FollowEnv): Transition {

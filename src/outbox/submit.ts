@@ -9,15 +9,13 @@ import { LifelineError, ProtocolError } from '../errors.js';
 import { assertId, contextBytes, MAX_CONTEXT_BYTES, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer, type SubmitContext } from '../protocol/schemas.js';
 import type { CheckedBody } from './entry-state.js';
 import type { Timers } from '../ports/timers.js';
+import { abortable } from '../runtime/abortable.js';
 import { deadline } from '../runtime/deadline.js';
 import type { OutboxRecord } from '../storage/store.js';
 import { endpoint, failureFromResponse, type HttpContext } from '../transport/http.js';
 
 /** What one attempt came to. `replayed`: the server had the key already (`Idempotent-Replayed`). */
 export type SubmitResult = { ok: true; answer: SubmitAnswer; replayed: boolean } | { ok: false; failure: Failure };
-
-/** Rejects with `signal`'s reason once it aborts. */
-const aborted = (signal: AbortSignal): Promise<never> => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
 
 /**
  * Posts `entry` once, within `timeoutMs`. Never rejects: an abort through `signal` (the
@@ -36,7 +34,7 @@ export async function submit(
   try {
     // The timeout covers the app's headers function too: a token refresh that never
     // answers must not hold the conversation's queue for ever.
-    const headers = new Headers(await Promise.race([http.headers(), aborted(bounded)]));
+    const headers = new Headers(await abortable(http.headers(), bounded));
     // This submission's own headers (section 1), over the client's.
     for (const [name, value] of Object.entries(extra)) headers.set(name, value);
     // Set, not spread: an app's `Content-Type` would otherwise be sent beside ours.
