@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sha256Hex } from '../../../protocol/integrity.js';
-import { execAll, isLive, toEvent, type TurnHash } from './codec.js';
+import { current, execAll, headOf, isLive, toEvent, type TurnHash } from './codec.js';
 import type { RedisContext } from './context.js';
 import { runThroughFailover } from './failover.js';
 import type { LeaseKeeper } from './leases.js';
@@ -30,8 +30,9 @@ export async function appendBodies(
   condition: { expectSeq?: number; leaseLapsed?: boolean } = {},
 ): Promise<AppendResult> {
   const { connection, keys, retentionMs, liveTtlMs } = ctx;
+  const at = new Date(ctx.now()).toISOString();
   const args: (string | number)[] = [
-    new Date(ctx.now()).toISOString(),
+    at,
     retentionMs,
     2 * retentionMs,
     liveTtlMs,
@@ -44,17 +45,29 @@ export async function appendBodies(
   const turnKeys = keys.turn(turnId);
   const scriptKeys = [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone];
   if (connection.isCluster) scriptKeys.push(turnKeys.wake);
-  const reply = (await runThroughFailover(ctx, (attempt) => {
-    // Only a retry looks for its own earlier attempt.
-    args[7] = attempt > 0 ? '1' : '0';
-    return connection.run(APPEND, scriptKeys, args);
-  })) as [number, string?, string?, string?];
+  leases.appending(turnId, true);
+  let reply: [number, string?, string?, string?];
+  try {
+    reply = (await runThroughFailover(ctx, (attempt) => {
+      // Only a retry looks for its own earlier attempt.
+      args[7] = attempt > 0 ? '1' : '0';
+      if (attempt > 0) leases.distrust(turnId);
+      return connection.run(APPEND, scriptKeys, args);
+    })) as [number, string?, string?, string?];
+  } catch (error) {
+    // It may have landed all the same.
+    leases.distrust(turnId);
+    throw error;
+  } finally {
+    leases.appending(turnId, false);
+  }
   const [seq, principal, conversationId, idempotencyKey] = reply;
+  if (seq <= 0) leases.distrust(turnId);
   if (seq === 0) return 'unknown';
   if (seq === -1) return 'ended';
   if (seq === -2) return 'moved';
   if (seq === -3) return 'held';
-  if (!leases.acknowledge(turnId, seq)) {
+  if (!leases.acknowledge(turnId, seq, at)) {
     throw new Error(`Turn ${turnId}: Redis answered seq ${seq}, not past an earlier acknowledged append; the log lost events (a failover before replication).`);
   }
   if (principal !== undefined && conversationId !== undefined) {
@@ -82,10 +95,11 @@ export async function appendBodies(
 export async function endIfProducerLost(ctx: RedisContext, leases: LeaseKeeper, turnId: string): Promise<void> {
   const turnKeys = ctx.keys.turn(turnId);
   const client = await ctx.connection.client();
-  const [hash, entries] = (await execAll(client.multi().hgetall(turnKeys.turn).xrange(turnKeys.events, '-', '+'))) as [
+  const [record, entries] = (await execAll(client.multi().hgetall(turnKeys.turn).xrange(turnKeys.events, '-', '+'))) as [
     TurnHash,
     [string, string[]][],
   ];
+  const hash = current(record, headOf(entries.slice(-1)));
   if (hash['status'] === undefined || !isLive(hash)) return;
   const lastSeq = Number(hash['lastSeq']);
   let text = '';

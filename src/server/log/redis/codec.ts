@@ -31,6 +31,43 @@ export function toStoredTurn(hash: TurnHash): StoredTurn {
   return turn;
 }
 
+/**
+ * What the newest stream entry says of its turn. The last entry of each append carries
+ * the append's id (`a`), its time (`t`) and, on `turn.end`, the end status (`s`):
+ * fields `e <body> a <id> t <time> [s <status>]`. So a live turn's lastSeq and updatedAt
+ * are read off its stream, and an append need not rewrite the record each time.
+ */
+export interface Head {
+  seq: number;
+  at: string;
+  endStatus?: string;
+}
+
+/** The head an `XREVRANGE … COUNT 1` answered; none for an empty stream or an entry written before heads were kept. */
+export function headOf(entries: readonly [string, string[]][]): Head | undefined {
+  const [id, fields] = entries[0] ?? [];
+  if (id === undefined || fields?.[4] !== 't' || fields[5] === undefined) return undefined;
+  const head: Head = { seq: Number.parseInt(id, 10), at: fields[5] };
+  if (fields[6] === 's' && fields[7] !== undefined) head.endStatus = fields[7];
+  return head;
+}
+
+/**
+ * The record as of its stream's `head`. The record says lastSeq and updatedAt only as of
+ * the first append and the end; in between the head is newer. The head also wins when it
+ * was read after the record and shows an end the record did not have yet, so the record
+ * and the stream may be read in two commands (record first) without a transaction.
+ */
+export function current(hash: TurnHash, head: Head | undefined): TurnHash {
+  if (hash['status'] === undefined || head === undefined || !isLive(hash) || head.seq < Number(hash['lastSeq'] ?? 0)) return hash;
+  const turn: TurnHash = { ...hash, lastSeq: String(head.seq), updatedAt: head.at };
+  if (head.endStatus !== undefined) {
+    turn['status'] = head.endStatus;
+    turn['endedAt'] = head.at;
+  } else if (head.seq > 0) turn['status'] = 'streaming';
+  return turn;
+}
+
 /** True while the turn has no `turn.end`. */
 export function isLive(hash: TurnHash): boolean {
   return hash['endedAt'] === undefined;

@@ -20,9 +20,18 @@ export interface Connection {
   client(): Promise<RedisClient>;
   /** Runs `script` with EVALSHA, falling back to EVAL when the node does not know it yet. */
   run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /**
+   * Calls `listener` at every sign that the client lost a connection or the cluster
+   * changed (a reconnect, a node gone or added): writes acknowledged before may be gone
+   * after a failover. Registered once the client exists; removed by `close`.
+   */
+  onReset(listener: () => void): void;
   /** Marks the connection closed; quits the client when the log opened it. */
   close(): Promise<void>;
 }
+
+/** The events of an ioredis Redis or Cluster that say a connection was lost or the topology moved. */
+const RESET_EVENTS = ['close', 'reconnecting', '-node', '+node'];
 
 const CLUSTER_URL = /^(rediss?)-cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/;
 
@@ -97,6 +106,7 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
     pending.catch(() => undefined);
   }
   let closed = false;
+  const resetListeners: (() => void)[] = [];
 
   async function client(): Promise<RedisClient> {
     if (closed) throw new Error('The Redis turn log is closed.');
@@ -121,12 +131,22 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
         return redis.eval(script.source, keys.length, ...keys, ...args);
       }
     },
+    onReset(listener) {
+      resetListeners.push(listener);
+      pending.then(
+        (redis) => {
+          if (closed) return;
+          for (const event of RESET_EVENTS) redis.on(event, listener);
+        },
+        () => undefined,
+      );
+    },
     async close() {
       if (closed) return;
       closed = true;
-      if (!owns) return;
       const redis = await pending.catch(() => undefined);
-      if (!redis) return;
+      for (const listener of resetListeners) for (const event of RESET_EVENTS) redis?.off(event, listener);
+      if (!owns || !redis) return;
       // QUIT waits in the offline queue while Redis is away: give it a moment, then drop the socket.
       let timer: ReturnType<typeof setTimeout> | undefined;
       const quit = redis.quit().then(

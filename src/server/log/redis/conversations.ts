@@ -1,4 +1,4 @@
-import { execAll, isLive, toStoredTurn, type TurnHash } from './codec.js';
+import { current, execAll, headOf, isLive, toStoredTurn, type TurnHash } from './codec.js';
 import type { RedisContext } from './context.js';
 import { INDEX } from './scripts.js';
 import { isExpiredTurn, type ExpiredTurn, type StoredTurn } from '../turn-log.js';
@@ -63,16 +63,14 @@ export class ConversationIndex {
     return found;
   }
 
-  /** One turn's record, lease and tombstone, read together from the turn's slot. */
+  /** One turn's record (as of its newest entry), lease and tombstone, read in one round trip from the turn's slot. */
   async #entry(turnId: string): Promise<Entry> {
     const keys = this.#ctx.keys.turn(turnId);
     const client = await this.#ctx.connection.client();
-    const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).exists(keys.gone))) as [
-      TurnHash,
-      number,
-      number,
-    ];
-    if (hash['status'] !== undefined) return { kind: 'turn', hash, leased: leased === 1 };
+    // No MULTI: the record is read first, and `current` lets the stream read after it win.
+    const pipeline = client.pipeline().hgetall(keys.turn).exists(keys.lease).exists(keys.gone).xrevrange(keys.events, '+', '-', 'COUNT', 1);
+    const [hash, leased, gone, newest] = (await execAll(pipeline)) as [TurnHash, number, number, [string, string[]][]];
+    if (hash['status'] !== undefined) return { kind: 'turn', hash: current(hash, headOf(newest)), leased: leased === 1 };
     return gone === 1 ? { kind: 'gone' } : { kind: 'not-yet' };
   }
 }

@@ -1,14 +1,22 @@
+import type { StoredTurn } from '../turn-log.js';
 import type { RedisContext } from './context.js';
 import { DELETE_IF_SAME, RENEW, TOUCH_IDEMPOTENCY } from './scripts.js';
 
-/** What this instance knows about a turn it produces, to keep its keys alive. */
+/** What this instance knows about a turn it produces, to keep its keys alive and answer for it. */
 interface OwnedTurn {
   /** `performance.now()` when its keys' TTLs were last refreshed (claim or full renewal). */
   refreshedAt: number;
   conversationKey: string;
   idempotencyKey?: string;
-  /** Highest seq an append of this instance was acknowledged with. */
-  lastSeq: number;
+  /** The turn as its last acknowledged append left it; its lastSeq is the highest seq acknowledged here. */
+  turn: StoredTurn;
+  /** False once an append or renewal failed, was retried or surprised us: Redis may hold something else. */
+  exact: boolean;
+  /** Appends of the turn sent and not answered yet, and what settles once they all are (or `exact` went false). */
+  appending: number;
+  answered?: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** `performance.now()` when the last command that set or extended the lease, and was answered so, was sent. */
+  heldSince: number;
 }
 
 /**
@@ -37,9 +45,9 @@ export class LeaseKeeper {
     this.#ctx = ctx;
   }
 
-  /** A turn this instance just created. */
-  claim(turnId: string, conversationKey: string): void {
-    this.#owned.set(turnId, { refreshedAt: performance.now(), conversationKey, lastSeq: 0 });
+  /** A turn this instance just created (`pending`), its lease set by a command sent at `sentAt`. */
+  claim(turnId: string, conversationKey: string, turn: StoredTurn, sentAt: number): void {
+    this.#owned.set(turnId, { refreshedAt: performance.now(), conversationKey, turn, exact: true, appending: 0, heldSince: sentAt });
     if (this.#timer !== undefined) return;
     this.#timer = setInterval(() => void this.#renew(), renewEveryMs(this.#ctx.leaseMs));
     (this.#timer as { unref?: () => void }).unref?.();
@@ -52,22 +60,84 @@ export class LeaseKeeper {
   }
 
   /**
-   * Notes the seq an append of a turn produced here was acknowledged with. False when it
-   * is not past the previous one: the log lost acknowledged events (a master failed over
-   * before its replica had them), so the seqs this instance handed out are being reused.
-   * The next append is judged against this one, so the producer can still end the turn.
+   * The turn as Redis holds it now, without asking Redis, when this instance can know:
+   * it produces the turn, no append of it failed or is being retried, and the lease was
+   * extended less than half a lease ago. While the lease is held nobody else writes the
+   * turn (the producer-loss end needs it lapsed; receipts only touch ended turns), so the
+   * record is what our own last append left; an append on its way is waited for (its
+   * events may be read already). Undefined when in any doubt: then Redis is asked.
    */
-  acknowledge(turnId: string, seq: number): boolean {
+  async known(turnId: string): Promise<StoredTurn | undefined> {
+    for (let waits = 0; ; waits++) {
+      const owned = this.#owned.get(turnId);
+      if (owned === undefined || !owned.exact || this.#stopped) return undefined;
+      if (owned.answered === undefined) {
+        if (performance.now() - owned.heldSince >= this.#ctx.leaseMs / 2) return undefined;
+        return { ...owned.turn, delivery: { state: 'pending' } };
+      }
+      // Appends back to back: one more wait would be longer than asking.
+      if (waits === 2) return undefined;
+      await owned.answered.promise;
+    }
+  }
+
+  /** An append of the turn is sent (`started`) or answered, whichever way (`!started`). */
+  appending(turnId: string, started: boolean): void {
+    const owned = this.#owned.get(turnId);
+    if (owned === undefined) return;
+    owned.appending += started ? 1 : -1;
+    if (started && owned.answered === undefined) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((settle) => (resolve = settle));
+      owned.answered = { promise, resolve };
+    }
+    if (owned.appending === 0) this.#answered(owned);
+  }
+
+  /** Something happened to the turn in Redis that this instance did not see the end of: ask Redis from now on. */
+  distrust(turnId: string): void {
+    const owned = this.#owned.get(turnId);
+    if (owned === undefined) return;
+    owned.exact = false;
+    this.#answered(owned);
+  }
+
+  /** A connection was lost or the cluster moved: what any turn's record holds is Redis's to say again. */
+  distrustAll(): void {
+    for (const turnId of this.#owned.keys()) this.distrust(turnId);
+  }
+
+  /** No longer ours; whoever waits for its append asks Redis. */
+  #drop(turnId: string): boolean {
+    const owned = this.#owned.get(turnId);
+    if (owned !== undefined) this.#answered(owned);
+    return this.#owned.delete(turnId);
+  }
+
+  #answered(owned: OwnedTurn): void {
+    owned.answered?.resolve();
+    owned.answered = undefined;
+  }
+
+  /**
+   * Notes the seq an append of a turn produced here was acknowledged with (`at` its
+   * updatedAt). False when it is not past the previous one: the log lost acknowledged
+   * events (a master failed over before its replica had them), so the seqs this instance
+   * handed out are being reused. The next append is judged against this one, so the
+   * producer can still end the turn.
+   */
+  acknowledge(turnId: string, seq: number, at: string): boolean {
     const owned = this.#owned.get(turnId);
     if (!owned) return true;
-    const ahead = seq > owned.lastSeq;
-    owned.lastSeq = seq;
+    const ahead = seq > owned.turn.lastSeq;
+    owned.turn = { ...owned.turn, status: 'streaming', lastSeq: seq, updatedAt: at };
+    if (!ahead) owned.exact = false;
     return ahead;
   }
 
   /** The turn ended; nothing to renew. */
   forget(turnId: string): void {
-    this.#owned.delete(turnId);
+    this.#drop(turnId);
   }
 
   /**
@@ -76,7 +146,7 @@ export class LeaseKeeper {
    * `producer_lost` instead of it being renewed forever.
    */
   async release(turnId: string): Promise<void> {
-    if (!this.#owned.delete(turnId)) return;
+    if (!this.#drop(turnId)) return;
     const { connection, keys, owner } = this.#ctx;
     await connection.run(DELETE_IF_SAME, [keys.turn(turnId).lease], [owner]);
   }
@@ -90,7 +160,7 @@ export class LeaseKeeper {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     const owned = [...this.#owned.keys()];
-    this.#owned.clear();
+    for (const turnId of owned) this.#drop(turnId);
     const { connection, keys, owner, report } = this.#ctx;
     await Promise.all(
       owned.map((turnId) =>
@@ -120,10 +190,17 @@ export class LeaseKeeper {
         // Only this instance ever sets this lease, so extending it needs no owner check;
         // 0 means it lapsed (or the turn ended): the full renewal below decides.
         const client = await connection.client();
-        if ((await client.pexpire(keys.turn(turnId).lease, leaseMs)) === 1) return;
+        const sentAt = performance.now();
+        if ((await client.pexpire(keys.turn(turnId).lease, leaseMs)) === 1) {
+          owned.heldSince = sentAt;
+          return;
+        }
+        // Lapsed: another instance may have ended the turn meanwhile.
+        owned.exact = false;
       }
       await this.#refresh(turnId, owned);
     } catch (error) {
+      owned.exact = false;
       report(error, { phase: 'store', turnId });
     }
   }
@@ -132,16 +209,18 @@ export class LeaseKeeper {
   async #refresh(turnId: string, owned: OwnedTurn): Promise<void> {
     const { connection, keys, owner, leaseMs, liveTtlMs, retentionMs, indexTtlMs } = this.#ctx;
     const turnKeys = keys.turn(turnId);
+    const sentAt = performance.now();
     const held = await connection.run(
       RENEW,
       [turnKeys.turn, turnKeys.events, turnKeys.lease, turnKeys.cancel, turnKeys.gone],
       [owner, leaseMs, liveTtlMs, liveTtlMs + retentionMs],
     );
     if (held !== 1) {
-      this.#owned.delete(turnId);
+      this.#drop(turnId);
       return;
     }
     owned.refreshedAt = performance.now();
+    owned.heldSince = sentAt;
     const client = await connection.client();
     await Promise.all([
       client.pexpire(owned.conversationKey, indexTtlMs),

@@ -5,8 +5,8 @@ import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
-import { execAll, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
-import { openConnection } from './connection.js';
+import { execAll, headOf, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
+import { openConnection, type RedisClient } from './connection.js';
 import type { RedisContext } from './context.js';
 import { ConversationIndex } from './conversations.js';
 import { IdempotencyLedger } from './idempotency.js';
@@ -64,6 +64,7 @@ export class RedisTurnLog implements TurnLog {
     const connection = openConnection(options, (error) => settings.report(error, { phase: 'store' }));
     this.#ctx = { ...settings, connection, keys: keyNames(settings.prefix), owner: randomUUID() };
     this.#leases = new LeaseKeeper(this.#ctx);
+    connection.onReset(() => this.#leases.distrustAll());
     this.#ledger = new IdempotencyLedger(this.#ctx, this.#leases);
     this.#index = new ConversationIndex(this.#ctx);
     this.#operator = new OperatorIndex(new RedisSortedSets(this.#ctx), { retentionMs: settings.retentionMs, now: settings.now });
@@ -95,6 +96,7 @@ export class RedisTurnLog implements TurnLog {
     // Listed first, recorded second: a turn that exists is always in its conversation, and in the operator's live sets.
     await Promise.all([this.#index.add(init.principal, init.conversationId, init.id, createdAtMs), this.#operator.enter(pendingTurn(init))]);
     const turnKeys = keys.turn(init.id);
+    const sentAt = performance.now();
     const created = await connection.run(
       CREATE,
       [turnKeys.turn, turnKeys.lease, turnKeys.gone],
@@ -114,11 +116,15 @@ export class RedisTurnLog implements TurnLog {
       ],
     );
     if (created !== 1) throw new Error(`Turn ${init.id} already exists.`);
-    this.#leases.claim(init.id, keys.conversation(init.principal, init.conversationId));
-    return pendingTurn(init);
+    const turn = pendingTurn(init);
+    this.#leases.claim(init.id, keys.conversation(init.principal, init.conversationId), turn, sentAt);
+    return { ...turn };
   }
 
+  /** A turn produced here is answered from what its producer knows when that is exact (LeaseKeeper.known). */
   async getTurn(turnId: string): Promise<StoredTurn | ExpiredTurn | undefined> {
+    const known = await this.#leases.known(turnId);
+    if (known !== undefined) return known;
     let [hash, leased, gone] = await this.#readTurn(turnId);
     if (hash['status'] !== undefined && isLive(hash) && !leased) {
       await this.#writes.endLost(toStoredTurn(hash));
@@ -156,8 +162,8 @@ export class RedisTurnLog implements TurnLog {
     const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
     const client = await this.#ctx.connection.client();
     if (options.justRead !== true) {
-      const [lastSeq, endedAt] = await client.hmget(keys.turn, 'lastSeq', 'endedAt');
-      if (lastSeq === null || endedAt !== null || Number(lastSeq) > after) return undefined;
+      const head = await liveHead(client, keys);
+      if (head === undefined || head.seq > after) return undefined;
     }
     let woken: StreamEntry[] | undefined;
     const onEntries = (entries: StreamEntry[]): void => void (woken = entries);
@@ -167,13 +173,9 @@ export class RedisTurnLog implements TurnLog {
       const waiter = await this.#waiterFor();
       if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs), onEntries)) return wokenEvents(turnId, after, woken);
       if (signal.aborted || this.#closed) return undefined;
-      // Two reads in one round trip; no MULTI needed, each answer stands on its own.
-      const [[seq, ended], leased] = (await execAll(client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease))) as [
-        [string | null, string | null],
-        number,
-      ];
-      if (seq === null || ended !== null || Number(seq) > after) return undefined;
-      if (leased === 0) {
+      const head = await liveHead(client, keys);
+      if (head === undefined || head.seq > after) return undefined;
+      if (!head.leased) {
         // Ends the turn (the caller then reads turn.end) or finds the producer alive again.
         const [hash] = await this.#readTurn(turnId);
         if (hash['status'] !== undefined && isLive(hash)) await this.#writes.endLost(toStoredTurn(hash));
@@ -270,6 +272,20 @@ function wokenEvents(turnId: string, after: number, entries: StreamEntry[] | und
     events.push(event);
   }
   return events.length > 0 ? events : undefined;
+}
+
+/**
+ * Where a live turn's log stands (its newest seq, its lease held or not), or undefined
+ * once it ended or is gone. Three reads in one round trip, no MULTI: record first, so an
+ * end the record missed is in the stream read after it.
+ */
+async function liveHead(client: RedisClient, keys: TurnKeys): Promise<{ seq: number; leased: boolean } | undefined> {
+  const [[lastSeq, endedAt], leased, newest] = (await execAll(
+    client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease).xrevrange(keys.events, '+', '-', 'COUNT', 1),
+  )) as [[string | null, string | null], number, StreamEntry[]];
+  const head = headOf(newest);
+  if (lastSeq === null || endedAt !== null || head?.endStatus !== undefined) return undefined;
+  return { seq: Math.max(Number(lastSeq), head?.seq ?? 0), leased: leased === 1 };
 }
 
 /** Waits for `work` at most `ms`; its failure or lateness is not the caller's concern. */

@@ -55,55 +55,73 @@ return 1
  * conversationId, idempotency key]} (the extra fields once the turn ended), or {0}
  * unknown turn, {-1} already ended, {-2} lastSeq moved, {-3} lease held.
  *
- * The append's id is stored on its last entry. A retry of an append whose reply was
- * lost (a connection cut, a failover) finds it among the newest entries and answers
- * what the first attempt did instead of logging the events twice.
+ * The append's last entry carries its id, its time and, on turn.end, the end status (see
+ * `Head` in codec.ts). A retry of an append whose reply was lost (a connection cut, a
+ * failover) finds its id among the newest entries and answers what the first attempt
+ * did instead of logging the events twice.
  *
- * Written for few calls per event: a live turn's TTLs are kept up by the lease renewal,
- * so an append only gives the stream its TTL when it creates it, and all TTLs at the end.
+ * Written for few calls per event: the newest entry says where the log stands and
+ * whether it ended, so an append reads one entry and writes its entries, nothing else.
+ * The record is written when its status changes (the first append, the end); the record
+ * is read only before the first entry. A live turn's TTLs are kept up by the lease
+ * renewal, so an append only gives the stream its TTL when it creates it, and all TTLs
+ * at the end.
  */
 export const APPEND = new Script(`
 local function ended_reply(seq)
   local info = redis.call('HMGET', KEYS[1], 'principal', 'conversationId', 'idem')
   return {seq, info[1], info[2], info[3] or ''}
 end
-local state = redis.call('HMGET', KEYS[1], 'lastSeq', 'endedAt')
-if not state[1] then return {0} end
+local seq, ended
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+local from_record = not (top and top[2][5] == 't')
+if from_record then
+  -- No entry yet (or only ones written before entries carried their time): the record says.
+  local state = redis.call('HMGET', KEYS[1], 'lastSeq', 'endedAt')
+  if not state[1] then return {0} end
+  seq = tonumber(state[1])
+  ended = state[2] ~= false
+else
+  seq = tonumber(string.match(top[1], '^%d+'))
+  ended = top[2][7] == 's'
+end
 if ARGV[8] == '1' then
   for _, entry in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 16)) do
     if entry[2][4] == ARGV[7] then
-      local seq = tonumber(string.match(entry[1], '^%d+'))
-      if state[2] then return ended_reply(seq) end
-      return {seq}
+      local found = tonumber(string.match(entry[1], '^%d+'))
+      if ended then return ended_reply(found) end
+      return {found}
     end
   end
 end
-if state[2] then return {-1} end
-local seq = tonumber(state[1])
+if ended then return {-1} end
 if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= seq then return {-2} end
 if ARGV[6] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return {-3} end
-local first = seq == 0
 local status = 'streaming'
 for i = 9, #ARGV, 2 do
   seq = seq + 1
-  -- The entry id is the seq, so Redis itself refuses a second event with the same seq.
-  if i + 2 > #ARGV then
-    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i], 'a', ARGV[7])
-  else
-    redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i])
-  end
   if ARGV[i + 1] ~= '' then status = ARGV[i + 1] end
+  -- The entry id is the seq, so Redis itself refuses a second event with the same seq.
+  local id = string.format('%d-0', seq)
+  if i + 2 <= #ARGV then
+    redis.call('XADD', KEYS[2], id, 'e', ARGV[i])
+  elseif status ~= 'streaming' then
+    redis.call('XADD', KEYS[2], id, 'e', ARGV[i], 'a', ARGV[7], 't', ARGV[1], 's', status)
+  else
+    redis.call('XADD', KEYS[2], id, 'e', ARGV[i], 'a', ARGV[7], 't', ARGV[1])
+  end
 end
-local ended = status ~= 'streaming'
-if ended then
-  redis.call('HSET', KEYS[1], 'status', status, 'endedAt', ARGV[1], 'lastSeq', string.format('%d', seq), 'updatedAt', ARGV[1])
-else
-  redis.call('HSET', KEYS[1], 'status', status, 'lastSeq', string.format('%d', seq), 'updatedAt', ARGV[1])
+local ended_now = status ~= 'streaming'
+local last = string.format('%d', seq)
+if ended_now then
+  redis.call('HSET', KEYS[1], 'status', status, 'endedAt', ARGV[1], 'lastSeq', last, 'updatedAt', ARGV[1])
+elseif from_record then
+  redis.call('HSET', KEYS[1], 'status', status, 'lastSeq', last, 'updatedAt', ARGV[1])
 end
 -- Same slot as the turn: followers on any instance hear of the append from this shard alone.
-if KEYS[6] then redis.call('SPUBLISH', KEYS[6], string.format('%d', seq)) end
-if not ended then
-  if first then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if KEYS[6] then redis.call('SPUBLISH', KEYS[6], last) end
+if not ended_now then
+  if not top then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
   return {seq}
 end
 -- Retention counts from turn.end.

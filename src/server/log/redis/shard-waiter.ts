@@ -1,4 +1,5 @@
 import type { Cluster } from 'ioredis';
+import { execAll, headOf } from './codec.js';
 import type { TurnKeys } from './keys.js';
 
 /**
@@ -12,7 +13,7 @@ import type { TurnKeys } from './keys.js';
  * not grow with the cluster the way classic `PUBLISH` (broadcast to every node) would.
  *
  * Pub/sub drops what nobody is subscribed to, so a channel only counts as watched once
- * `SSUBSCRIBE` is acknowledged AND the turn's lastSeq was read after that: from then on
+ * `SSUBSCRIBE` is acknowledged AND the turn's newest seq was read after that: from then on
  * every append is heard. Any sign that a subscriber connection was lost (a node gone, the
  * subscribers reset after a failover) makes every channel unconfirmed again, and the
  * channels someone waits on are re-subscribed and re-read at once; a wake-up lost in
@@ -29,7 +30,7 @@ export interface ShardWaiter {
 }
 
 export interface ShardWaiterOptions {
-  /** The log's command client: duplicated once for the subscribers, and used to read lastSeq. */
+  /** The log's command client: duplicated once for the subscribers, and used to read the newest seq. */
   client: Cluster;
   /** How long a channel nobody waits on stays subscribed, ms. */
   lingerMs: number;
@@ -42,7 +43,7 @@ interface Waiter {
 }
 
 interface Channel {
-  turnKey: string;
+  keys: TurnKeys;
   /** Highest seq known to be logged. */
   seq: number;
   /** Subscribed and read since the last sign of a lost connection. */
@@ -81,7 +82,7 @@ class ShardSubscriptions implements ShardWaiter {
     const name = `${this.#prefix}${keys.wake}`;
     let channel = this.#channels.get(name);
     if (!channel) {
-      channel = { turnKey: keys.turn, seq: 0, confirmed: false, confirming: false, waiters: new Set(), idleSince: Date.now() };
+      channel = { keys, seq: 0, confirmed: false, confirming: false, waiters: new Set(), idleSince: Date.now() };
       this.#channels.set(name, channel);
     }
     if (channel.confirmed && channel.seq > after) return Promise.resolve(true);
@@ -147,9 +148,9 @@ class ShardSubscriptions implements ShardWaiter {
     const started = this.#epoch;
     try {
       await this.#connect().ssubscribe(name);
-      const lastSeq = await this.#client.hget(channel.turnKey, 'lastSeq');
+      const lastSeq = await this.#lastSeq(channel.keys);
       channel.confirmed = started === this.#epoch;
-      this.#wake(channel, Number(lastSeq ?? 0));
+      this.#wake(channel, lastSeq ?? 0);
       // A turn that is gone wakes its waiters too: they find out by reading it.
       if (lastSeq === null) for (const waiter of [...channel.waiters]) waiter.settle(true);
     } catch (error) {
@@ -161,6 +162,15 @@ class ShardSubscriptions implements ShardWaiter {
     }
     const stillWanted = !this.#closed && channel.waiters.size > 0 && this.#channels.get(name) === channel;
     if (!channel.confirmed && stillWanted) void this.#confirm(name, channel);
+  }
+
+  /** The turn's newest seq (its record's, or its stream's once newer), null when the turn is gone. */
+  async #lastSeq(keys: TurnKeys): Promise<number | null> {
+    const [lastSeq, newest] = (await execAll(this.#client.pipeline().hget(keys.turn, 'lastSeq').xrevrange(keys.events, '+', '-', 'COUNT', 1))) as [
+      string | null,
+      [string, string[]][],
+    ];
+    return lastSeq === null ? null : Math.max(Number(lastSeq), headOf(newest)?.seq ?? 0);
   }
 
   #sweep(): void {

@@ -2,21 +2,23 @@ import type { TurnEvent } from '../../../protocol/schemas.js';
 import type { OperatorIndex } from '../operator-index.js';
 import type { NewTurnEvent, StoredTurn } from '../turn-log.js';
 import { appendBodies, endIfProducerLost } from './append.js';
-import { execAll, toStoredTurn, type TurnHash } from './codec.js';
+import { current, execAll, headOf, toStoredTurn, type TurnHash } from './codec.js';
 import type { RedisContext } from './context.js';
 import { runThroughFailover } from './failover.js';
 import type { LeaseKeeper } from './leases.js';
 
-/** The turn's record, lease and tombstone (its principal), read together from its slot. */
+/**
+ * The turn's record as of its newest entry (see `current`), whether its lease is held,
+ * and its tombstone (its principal). One round trip, no transaction: the record is read
+ * first, so a stream read a moment later can only be newer, and `current` lets it win; a
+ * lease seen gone just before an end is read with that end.
+ */
 export async function readTurn(ctx: RedisContext, turnId: string): Promise<[TurnHash, boolean, string | null]> {
   const keys = ctx.keys.turn(turnId);
   const client = await ctx.connection.client();
-  const [hash, leased, gone] = (await execAll(client.multi().hgetall(keys.turn).exists(keys.lease).get(keys.gone))) as [
-    TurnHash,
-    number,
-    string | null,
-  ];
-  return [hash, leased === 1, gone];
+  const pipeline = client.pipeline().hgetall(keys.turn).exists(keys.lease).get(keys.gone).xrevrange(keys.events, '+', '-', 'COUNT', 1);
+  const [hash, leased, gone, newest] = (await execAll(pipeline)) as [TurnHash, number, string | null, [string, string[]][]];
+  return [current(hash, headOf(newest)), leased === 1, gone];
 }
 
 /**
