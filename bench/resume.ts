@@ -38,9 +38,12 @@ export interface ResumeResult {
   cuts: ResumeCut[];
   missed: number;
   status: string;
-  /** The baseline in the same run (bench/pages/resume-floor.ts): reset → next event of a bare fetch loop. */
-  floor: { latencyMs: number[]; missed: number };
+  /** The baseline in the same run (bench/pages/resume-floor.ts): the same cuts on a bare fetch loop. */
+  floor: { cuts: FloorCut[]; missed: number };
 }
+
+/** One cut of the bare fetch loop: the phases it shares with the client (it schedules no delay). */
+export type FloorCut = Pick<ResumeCut, 'latencyMs' | 'detectMs' | 'openMs' | 'firstMs'>;
 
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -145,48 +148,50 @@ export async function benchResume(server: BenchServer, options: { cuts?: number;
   }
   options.log?.(`  resume: ${measured.length} cuts measured, median ${fixed(median(measured.map((c) => c.latencyMs)))} ms`);
   const floor = await benchFloor(server, cuts, seed);
-  options.log?.(`  resume floor (bare fetch loop): median ${fixed(median(floor.latencyMs))} ms`);
+  options.log?.(`  resume floor (bare fetch loop): median ${fixed(median(floor.cuts.map((c) => c.latencyMs)))} ms`);
   return { cuts: measured, missed, status: turn.status, floor };
 }
 
-/** The same cuts on a bare fetch loop (bench/pages/resume-floor.ts): reset → its next event. */
+/** The same cuts on a bare fetch loop (bench/pages/resume-floor.ts): its phases, as the client's, without backoff. */
 async function benchFloor(server: BenchServer, cuts: number, seed: number): Promise<ResumeResult['floor']> {
   const { result, resets } = await followThroughCuts(server, 'resume-floor', cuts, seed);
   const applied = result.turns[0]!.applied;
-  const latencyMs: number[] = [];
+  const measured: FloorCut[] = [];
   for (const reset of resets) {
     const disconnect = firstAfter(result.diagnostics, 'disconnect', reset - CLOCKS_APART_MS);
-    const open = disconnect && firstAfter(result.diagnostics, 'open', disconnect.at);
+    const connect = disconnect && firstAfter(result.diagnostics, 'connect', disconnect.at);
+    const open = connect && firstAfter(result.diagnostics, 'open', connect.at);
     const first = open && applied.find(([at]) => at >= open.at);
-    if (first) latencyMs.push(first[0] - reset);
+    if (first) measured.push({ latencyMs: first[0] - reset, detectMs: disconnect.at - reset, openMs: open.at - connect.at, firstMs: first[0] - open.at });
   }
-  return { latencyMs, missed: resets.length - latencyMs.length };
+  return { cuts: measured, missed: resets.length - measured.length };
 }
 
 export function resumeReport(result: ResumeResult): string {
-  const row = (label: string, values: number[]): string => `| ${label} | ${fixed(median(values))} | ${fixed(quantile(values, 0.95))} |`;
+  const stats = (values: number[]): string => `${fixed(median(values))} | ${fixed(quantile(values, 0.95))}`;
   const of = (key: keyof ResumeCut): number[] => result.cuts.map((c) => c[key]);
+  const base = (key: keyof FloorCut): number[] => result.floor.cuts.map((c) => c[key]);
+  const row = (label: string, client: number[], baseline?: number[]): string => `| ${label} | ${stats(client)} | ${baseline ? stats(baseline) : '– | –'} |`;
   const latency = of('latencyMs');
   const beyond = result.cuts.map((c) => c.latencyMs - c.scheduledMs);
   const med = median(latency);
-  const floor = median(result.floor.latencyMs);
+  const floor = median(base('latencyMs'));
   const jitter = DEFAULT_RETRY_POLICY.firstRetryJitterMs;
   return [
     `${result.cuts.length} socket resets of a live stream by the fault proxy (${result.missed} not measurable), client defaults ` +
       `(first reconnect after a healthy stream waits a random 0–${jitter} ms, \`retry.firstRetryJitterMs\`); the turn ended ` +
-      `\`${result.status}\`. Baseline in the same run: the same cuts on a bare fetch loop that reconnects at once ` +
-      `(bench/pages/resume-floor.ts, ${result.floor.latencyMs.length} measured).`,
+      `\`${result.status}\`. Baseline in the same run: the same cuts on a bare fetch loop that reconnects at once and parses ` +
+      `only \`id:\` lines (bench/pages/resume-floor.ts, ${result.floor.cuts.length} measured): what any reconnect costs on this machine.`,
     '',
-    '| ms | median | p95 |',
-    '|---|---:|---:|',
-    row('reset → next applied event', latency),
-    row('of which: reset → disconnect noticed', of('detectMs')),
+    '| ms | client median | client p95 | bare fetch median | bare fetch p95 |',
+    '|---|---:|---:|---:|---:|',
+    row('reset → next applied event', latency, base('latencyMs')),
+    row('of which: reset → disconnect noticed', of('detectMs'), base('detectMs')),
     row('delay the client scheduled (backoff floor)', of('scheduledMs')),
     row('retry timer late', of('lateMs')),
-    row('request → stream open (request, server, headers)', of('openMs')),
-    row('open → first event applied', of('firstMs')),
-    row('beyond the scheduled delay', beyond),
-    row('baseline: bare fetch loop, reset → next event', result.floor.latencyMs),
+    row('request → stream open (request, server, headers)', of('openMs'), base('openMs')),
+    row('open → first event applied', of('firstMs'), base('firstMs')),
+    row('beyond the scheduled delay', beyond, base('latencyMs')),
     '',
     `**Resume median ${fixed(med)} ms** (target ≤ 20 ms: ${med <= 20 ? 'met' : 'NOT met'}); ` +
       `median ${fixed(median(beyond))} ms beyond the configured backoff, against ${fixed(floor)} ms for the bare fetch loop ` +

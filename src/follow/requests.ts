@@ -43,6 +43,7 @@ export interface RequestHost {
 export async function openStream(host: RequestHost, attempt: number): Promise<FollowInput | undefined> {
   const { deps, runner, id } = host;
   const controller = runner.begin('main');
+  const { signal } = controller;
   const lastEventId = host.turn().lastSeq;
   host.beginAttempt();
   deps.emit({ type: 'connect', at: deps.clock.wallNow(), turnId: id, attempt, lastEventId });
@@ -51,9 +52,9 @@ export async function openStream(host: RequestHost, attempt: number): Promise<Fo
     path: host.path,
     lastEventId,
     limits: streamLimitsFor(deps.limits.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE),
-    signal: controller.signal,
+    signal,
     onOpen: (heartbeatMs) => host.opened({ kind: 'opened', lastEventId, heartbeatMs }),
-    onMessage: (data) => host.message(controller.signal, data),
+    onMessage: (data) => host.message(signal, data),
   });
   if (!runner.current('main', controller)) return undefined;
   if (end.kind === 'no-content') return { kind: 'no-content' };

@@ -51,6 +51,8 @@ export class FollowShell {
   #share: TurnShare | undefined;
   /** When the request in flight (or the relay) last made a sound: an event or a heartbeat (monotonic ms). */
   #heard = 0;
+  /** A stamp of `#heard` is queued (see `#hear`). */
+  #hearing = false;
   /** The settings the machine reads, from the app's options (fixed for the follower's life). */
   readonly #config: FollowConfig;
   readonly #requests: RequestHost;
@@ -158,10 +160,30 @@ export class FollowShell {
   /** One SSE message of the main stream: a heartbeat or an event, unless a `stall` drill made that stream deaf. */
   #message(signal: AbortSignal, data: string | undefined): Failure | void {
     if (signal === this.deaf) return;
-    this.#heard = this.deps.clock.now();
+    this.#hear();
     // Heartbeats are relayed too: they keep the watching tabs' watchdogs quiet.
     if (data === undefined) return this.#share?.relay();
-    return this.#guarded(() => this.#take(decodeEvent(data, this.deps.limits, this.id), 'stream', data));
+    // #guarded inlined: no closure per event on the hot path.
+    try {
+      return this.#take(decodeEvent(data, this.deps.limits, this.id), 'stream', data);
+    } catch (bug) {
+      this.#crash(bug);
+    }
+  }
+
+  /**
+   * Stamps the stream's last sound once its current run of messages is taken: a chunk's
+   * messages are parsed in one go, so the clock is read once per chunk rather than once per
+   * event (a reading costs more than taking a delta). The stamp lands before any timer can
+   * fire (timers are tasks, it is a microtask), at the time the last of them was handled.
+   */
+  #hear(): void {
+    if (this.#hearing) return;
+    this.#hearing = true;
+    queueMicrotask(() => {
+      this.#hearing = false;
+      this.#heard = this.deps.clock.now();
+    });
   }
 
   /**

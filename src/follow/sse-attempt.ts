@@ -64,6 +64,9 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
     if (attempt.lastEventId) headers.set('last-event-id', String(attempt.lastEventId));
     else headers.delete('last-event-id');
     const url = endpoint(attempt.baseUrl, attempt.path + '/events');
+    // Read per message: a plain flag costs less than the signal's getter (abort events fire synchronously).
+    let aborted = false;
+    signal.addEventListener('abort', () => (aborted = true), { once: true });
     await fetchEventSource(url, {
       signal,
       openWhenHidden: true,
@@ -81,7 +84,7 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
       },
       onmessage: (message) => {
         // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
-        if (signal.aborted) return;
+        if (aborted) return;
         // Heartbeats, comments, empty blocks and `event:` without data carry nothing.
         const failure = attempt.onMessage((message.event !== 'heartbeat' && message.data) || undefined);
         if (failure) {

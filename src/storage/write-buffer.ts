@@ -13,7 +13,7 @@
  * the timer and the write loop, and asks the table at every input, appends included.
  */
 import type { TimerHandle, Timers } from '../ports/timers.js';
-import type { LoggedEvent } from '../protocol/schemas.js';
+import type { DeltaEvent, LoggedEvent } from '../protocol/schemas.js';
 import type { GuardedStore } from './guarded-store.js';
 import type { TurnWrite } from './store.js';
 import type { TurnRows } from './turn-rows.js';
@@ -102,14 +102,44 @@ function queueWrite(store: GuardedStore, take: () => TurnWrite[]): Promise<void>
 }
 
 /**
+ * One turn's buffered events. A plain text delta (`{ turnId, seq, type: 'delta', text }`,
+ * exactly as the decoders make it) whose seq is the first entry's plus its index is kept as
+ * its text alone: a burst outruns IndexedDB (its writes wait until the stream lets the page
+ * breathe), and holding tens of thousands of event objects until then cost the page more in
+ * garbage collection than everything else it does per event, while their texts are held
+ * anyway. The first entry is always an event; `takeFront` rebuilds the events.
+ */
+type Entries = (LoggedEvent | string)[];
+
+/** What `append` keeps of `event` after `entries` (see {@link Entries}). */
+function entryOf(turnId: string, event: LoggedEvent, entries: Entries): LoggedEvent | string {
+  const { type, seq, text, partId, providerMetadata } = event as DeltaEvent;
+  const plain = type === 'delta' && event.turnId === turnId && partId === undefined && providerMetadata === undefined;
+  return plain && seq === (entries[0] as LoggedEvent).seq + entries.length ? text : event;
+}
+
+/** The first `count` entries as events, taken out of `entries`; the texts left still count from the new first entry. */
+function takeFront(turnId: string, entries: Entries, count: number): LoggedEvent[] {
+  const first = (entries[0] as LoggedEvent | undefined)?.seq ?? 0;
+  const delta = (text: string, at: number): DeltaEvent => ({ turnId, seq: first + at, type: 'delta', text });
+  const taken = entries.splice(0, count).map((entry, at) => (typeof entry === 'string' ? delta(entry, at) : entry));
+  const next = entries[0];
+  const rest = taken.length;
+  if (typeof next === 'string') entries[0] = delta(next, rest);
+  // Seqs that did not follow on (never on the client's own path) come first: every text becomes its event.
+  else if (next && next.seq !== first + rest) entries.forEach((entry, at) => typeof entry === 'string' && (entries[at] = delta(entry, rest + at)));
+  return taken;
+}
+
+/**
  * Takes up to `budget` events out of `buffers`, by turn in the order they are served; a
  * turn only partly taken moves to the back, so one backlog does not hold the others back.
  */
-function takeUpTo(buffers: Map<string, LoggedEvent[]>, budget: number): [turnId: string, events: LoggedEvent[]][] {
+function takeUpTo(buffers: Map<string, Entries>, budget: number): [turnId: string, events: LoggedEvent[]][] {
   const taken: [string, LoggedEvent[]][] = [];
   for (const [turnId, events] of buffers) {
     if (!budget) break;
-    const some = events.splice(0, budget);
+    const some = takeFront(turnId, events, budget);
     budget -= some.length;
     buffers.delete(turnId);
     if (events.length) buffers.set(turnId, events);
@@ -132,7 +162,7 @@ function chunks(rows: TurnRows, turnId: string, events: LoggedEvent[], items: Tu
 
 export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, store, timers }: WriteBufferOptions): WriteBuffer {
   /** Buffered events per turn, in seq order; turns in the order they are served. */
-  let buffers = new Map<string, LoggedEvent[]>();
+  let buffers = new Map<string, Entries>();
   let buffered = 0;
   let phase: BufferPhase = 'idle';
   let timer: TimerHandle | undefined;
@@ -149,10 +179,10 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     return items;
   };
   const drop = (turnId: string): LoggedEvent[] => {
-    const events = buffers.get(turnId) ?? [];
-    buffered -= events.length;
+    const entries = buffers.get(turnId) ?? [];
+    buffered -= entries.length;
     buffers.delete(turnId);
-    return events;
+    return takeFront(turnId, entries, entries.length);
   };
 
   /** Moves by the table; answers whether `input` means something here. The timer and the loop follow the phase. */
@@ -179,8 +209,8 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
   return {
     append(turnId, event) {
       if (phase === 'stopped') return;
-      const events = buffers.get(turnId);
-      if (events) events.push(event);
+      const entries = buffers.get(turnId);
+      if (entries) entries.push(entryOf(turnId, event, entries));
       else buffers.set(turnId, [event]);
       buffered++;
       move('event');

@@ -89,6 +89,7 @@ export class TurnFeed {
   readonly turnId: string;
   readonly #log: TurnLog;
   readonly #heartbeatMs: number;
+  readonly #onError: (error: unknown) => void;
   readonly #stop = new AbortController();
   /** Followers at the feed's head with room to write: woken at its next change. */
   readonly #waiting = new Set<FeedReader>();
@@ -114,6 +115,7 @@ export class TurnFeed {
     this.turnId = turnId;
     this.#head = after;
     this.#heartbeatMs = heartbeatMs;
+    this.#onError = onError;
     this.#run().catch((error: unknown) => {
       if (!this.#stop.signal.aborted) onError(error);
       this.#gone = true;
@@ -212,7 +214,12 @@ export class TurnFeed {
         for (let i = 0; i < readers.length; i++) {
           // A follower woken later in the round writes what came meanwhile too; earlier ones get the next round.
           if (i > 0 && i % WAKE_SLICE === 0) await yieldToIo();
-          (readers[i] as FeedReader).wake();
+          try {
+            (readers[i] as FeedReader).wake();
+          } catch (error) {
+            // One follower's broken sink must not keep the others from their frames.
+            this.#onError(error);
+          }
         }
       } while (this.#again);
     } finally {
