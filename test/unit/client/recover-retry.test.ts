@@ -128,14 +128,15 @@ describe('recover() under 503 / 429', () => {
     const server = await startScriptedServer({ log, stream: holdingStream(log, 1) });
     cleanup.push(() => server.close());
     const list = listOverloaded(() => ({ status: 503, retryAfter: '1' }));
-    const followed = follow(server.baseUrl, TURN, { fetch: list.fetch, retry: { ...FAST_RETRY, maxElapsedMs: 3_000 } });
+    const followed = follow(server.baseUrl, TURN, { fetch: list.fetch, retry: { ...FAST_RETRY, maxElapsedMs: 3_500 } });
     cleanup.push(() => followed.client.dispose());
 
     const outcome = followed.client.recover('conv_1').then(
       () => undefined,
       (error: unknown) => error,
     );
-    // Retry-After 1 s three times fits in 3 s; the fourth wait would not.
+    // Retry-After 1 s three times lands retries at 1, 2 and 3 s, inside the 3.5 s budget; a
+    // fourth would land at 4 s, past it (a retry must land before the deadline, core/backoff.ts).
     for (let count = 1; count <= 3; count++) await passRetry(followed.diagnostics, count);
     expect(await outcome).toMatchObject({ code: 'retry_exhausted', cause: expect.objectContaining({ code: 'server_unavailable' }) });
     expect(list.lists()).toBe(4);
