@@ -1,5 +1,6 @@
 import type { TurnLog } from '../log/turn-log.js';
-import { FOLLOW_CHUNK_BYTES, sseFrame, type FeedHub, type FeedReader, type TurnFeed } from './turn-feed.js';
+import { sseFrame } from './sse-frames.js';
+import { FOLLOW_CHUNK_BYTES, type FeedHub, type FeedReader, type TurnFeed } from './turn-feed.js';
 
 export { FOLLOW_CHUNK_BYTES } from './turn-feed.js';
 

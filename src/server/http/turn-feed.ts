@@ -1,4 +1,5 @@
 import type { TurnEvent } from '../../protocol/schemas.js';
+import { batchOf, sseText, type Batch } from './sse-frames.js';
 import { isExpiredTurn, type TurnLog } from '../log/turn-log.js';
 
 /** Most events read from the log per page. */
@@ -20,33 +21,9 @@ const WINDOW_BYTES = 1024 * 1024;
  */
 const WAKE_SLICE = 64;
 
-const encoder = new TextEncoder();
-
-/** One SSE message for a logged event, as text: `id` = seq, `event` = type, one line of JSON data. */
-function sseText(event: TurnEvent): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-}
-
-/** One SSE message for a logged event, encoded. */
-export function sseFrame(event: TurnEvent): Uint8Array {
-  return encoder.encode(sseText(event));
-}
-
 /** Lets the event loop poll I/O before the rest of a fan-out (setImmediate where the platform has it). */
 const yieldToIo: () => Promise<void> =
   typeof setImmediate === 'function' ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
-
-/**
- * The frames of consecutive events as one read of the log brought them, encoded into one
- * buffer: every follower at that point is written the same bytes (or a view of their tail).
- */
-interface Batch {
-  /** Seq of the first frame. */
-  first: number;
-  bytes: Uint8Array;
-  /** End offset of each frame in `bytes`. */
-  ends: number[];
-}
 
 /** What a follower writes next: shared views of the feed's frames, up to seq `last`. */
 export interface FeedStep {
@@ -57,24 +34,6 @@ export interface FeedStep {
 /** A follower as its feed sees it: woken when the feed moved (frames, beat, end). */
 export interface FeedReader {
   wake(): void;
-}
-
-/** The frames' text encoded once; where each frame ends is known from the text when it is all ASCII, as it nearly always is. */
-function batchOf(texts: string[], first: number): Batch {
-  const ends: number[] = [];
-  let total = 0;
-  for (const text of texts) ends.push((total += text.length));
-  const bytes = encoder.encode(texts.length === 1 ? (texts[0] as string) : texts.join(''));
-  if (bytes.byteLength === total) return { first, bytes, ends };
-  // Some character took more than one byte: frame by frame.
-  const frames = texts.map((text) => encoder.encode(text));
-  const joined = new Uint8Array(bytes.byteLength);
-  let at = 0;
-  for (let i = 0; i < frames.length; i++) {
-    joined.set(frames[i] as Uint8Array, at);
-    ends[i] = at += (frames[i] as Uint8Array).byteLength;
-  }
-  return { first, bytes: joined, ends };
 }
 
 /**
