@@ -81,6 +81,16 @@ export class LeaseKeeper {
     }
   }
 
+  /**
+   * The highest seq acknowledged here for a turn this instance produces, while it holds
+   * the lease and nothing made it doubt what Redis holds; undefined otherwise. Then no
+   * other instance writes the turn (see `known`), so its appends here are all there is.
+   */
+  ownSeq(turnId: string): number | undefined {
+    const owned = this.#owned.get(turnId);
+    return owned === undefined || !owned.exact || this.#stopped ? undefined : owned.turn.lastSeq;
+  }
+
   /** An append of the turn is sent (`started`) or answered, whichever way (`!started`). */
   appending(turnId: string, started: boolean): void {
     const owned = this.#owned.get(turnId);
