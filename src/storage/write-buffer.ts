@@ -149,7 +149,7 @@ function takeUpTo(buffers: Map<string, Entries>, budget: number): [turnId: strin
 }
 
 /** Adds a turn's events to `items`, one chunk per run of consecutive seqs (a skipped unknown event leaves a gap). */
-function chunks(rows: TurnRows, turnId: string, events: LoggedEvent[], items: TurnWrite[] = []): TurnWrite[] {
+function chunks(rows: Pick<TurnRows, 'row'>, turnId: string, events: LoggedEvent[], items: TurnWrite[] = []): TurnWrite[] {
   let first = 0;
   events.forEach((event, i) => {
     if (events[i + 1]?.seq == event.seq + 1) return;
@@ -178,11 +178,12 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     }
     return items;
   };
-  const drop = (turnId: string): LoggedEvent[] => {
+  /** Takes the turn's entries out of the buffer. */
+  const detach = (turnId: string): Entries => {
     const entries = buffers.get(turnId) ?? [];
     buffered -= entries.length;
     buffers.delete(turnId);
-    return takeFront(turnId, entries, entries.length);
+    return entries;
   };
 
   /** Moves by the table; answers whether `input` means something here. The timer and the loop follow the phase. */
@@ -217,13 +218,17 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     },
     write,
     writeRest(turnId) {
-      const events = drop(turnId);
-      while (events.length) {
-        const part = events.splice(0, maxWriteEvents);
-        void write(() => chunks(rows, turnId, part));
+      const entries = detach(turnId);
+      // The row as it is now (the turn's rest precedes its fold); each write rebuilds its part's
+      // events only when its turn comes, so the end of a burst (often the whole turn still
+      // buffered) is not turned into event objects all at once, ahead of the turn's completion.
+      const base = rows.row(turnId, 0);
+      const now = { row: (_: string, lastSeq: number) => base && { ...base, lastSeq } };
+      for (let left = entries.length; left > 0; left -= maxWriteEvents) {
+        void write(() => chunks(now, turnId, takeFront(turnId, entries, maxWriteEvents)));
       }
     },
-    drop: (turnId) => void drop(turnId),
+    drop: (turnId) => void detach(turnId),
     // With nothing buffered (or stopped), what is queued already is all there is to wait for.
     flush: () => (buffered && (move('flush'), writes(phase)) ? pump! : store.idle()),
     clear() {
