@@ -178,8 +178,15 @@ export async function benchServerPath(options: { log: (line: string) => void; ru
     redis: await startServerChild('redis', redis.url),
   };
   try {
-    // Warm-up: JIT, scripts loaded, connections open.
-    for (const mode of ['raw', 'memory', 'redis'] as const) await cpuPerEvent(servers[mode], mode, 2, 2, 40);
+    // Warm-up, nothing measured yet, so the three servers at once: every shape twice, at full length. V8 compiles
+    // a server's hot code over its first few thousand events (its compiler threads count in the process's CPU):
+    // after a warm-up of a few hundred events, the first row measured mostly that, falling run after run (4 × 1 on
+    // Redis: ~380, 245, 210, 130, 110, 95, 95 µs per event in consecutive runs; raw SSE ~150 to 55).
+    await Promise.all(
+      (['raw', 'memory', 'redis'] as const).map(async (mode) => {
+        for (let pass = 0; pass < 2; pass++) for (const { turns, followers } of SHAPES) await cpuPerEvent(servers[mode], mode, turns, followers, deltas);
+      }),
+    );
     const rows: PathRow[] = [];
     for (const { turns, followers } of SHAPES) {
       const samples = { raw: [] as number[], memory: [] as number[], redis: [] as number[], redisCommands: [] as number[], rawCommands: [] as number[] };

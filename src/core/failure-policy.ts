@@ -83,6 +83,11 @@ export function thrownFailure(cause: unknown): Failure {
   return { error: new TransportError(code, 'The request did not get through.', { cause }), disposition: 'retry' };
 }
 
+/** What a stream's or a list's retry loop ends in once `retry.maxElapsedMs` passed: the last failure is its cause. */
+export function retryExhausted(cause: LifelineError): TransportError {
+  return new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause });
+}
+
 /** A failure the caller classified itself (an invalid answer, a protocol violation): retried unless said otherwise. */
 export function failure(error: LifelineError, disposition: FailureDisposition = 'retry'): Failure {
   return { error, disposition };

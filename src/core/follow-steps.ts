@@ -6,10 +6,10 @@
  */
 import { backoffStep, FRESH_BACKOFF } from './backoff.js';
 import type { EndedTurnStatus } from './domain.js';
-import type { Failure } from './failure-policy.js';
+import { retryExhausted, type Failure } from './failure-policy.js';
 import { abortAll, enter, REPLAY_AFTER_CLOSES, REPLAY_AFTER_FAILURES, stallLimitMs, STREAM_MODE } from './follow-state.js';
 import type { FollowEffect, FollowEnv, FollowInput, FollowNotice, FollowRegions, FollowState, LoopPhase, ReplayCause } from './follow-types.js';
-import { ProtocolError, TransportError, type LifelineError } from '../errors.js';
+import { ProtocolError, type LifelineError } from '../errors.js';
 
 export interface Step {
   state: FollowState;
@@ -131,7 +131,7 @@ function retryLater(step: Step, failure: Failure, scope: 'stream' | 'replay'): v
   const hint = { afterHealthy: s.progressed, retryAfterMs: failure.retryAfterMs };
   const { state: backoff, delay } = backoffStep(config.retry, s.backoff, hint, now, random);
   set(step, { backoff });
-  if (delay === undefined) return fail(step, new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: failure.error }), scope);
+  if (delay === undefined) return fail(step, retryExhausted(failure.error), scope);
   go(step, { phase: 'waiting', retryAt: now + delay });
   say(step, { type: 'retry', scope, attempt: backoff.attempt, delayMs: delay, cause: failure.error });
   run(step, { kind: 'arm', timer: 'retry', ms: delay, fresh: true });

@@ -7,10 +7,10 @@
  * Every call is best effort (storage/page-records.ts): storage that is full or refused
  * (blocked cookies) leaves IndexedDB alone to keep the entry, as before there was a journal.
  */
-import { StorageError } from '../errors.js';
+import type { StorageError } from '../errors.js';
 import type { KeyValueStorage } from '../ports/storage.js';
 import { createPageRecords } from '../storage/page-records.js';
-import { outboxRecordSchema } from '../storage/records.js';
+import { corruptRecord, outboxRecordSchema } from '../storage/records.js';
 import type { OutboxRecord } from '../storage/store.js';
 
 /** The part of `Storage` the journal uses. */
@@ -43,7 +43,7 @@ export function createJournal(storage: JournalStorage | undefined, prefix: strin
       const found = copies.ids().map((operationId) => [operationId, copies.read(operationId)] as const);
       for (const [operationId, value] of found) {
         const parsed = outboxRecordSchema.safeParse(value);
-        if (!parsed.success) report(new StorageError('storage_corrupt_record', 'Skipped a corrupt journaled outbox entry.'));
+        if (!parsed.success) report(corruptRecord('journal', operationId));
         // Kept when the write failed: the next start tries again.
         else if (await put(parsed.data as OutboxRecord)) continue;
         // A removal storage refuses is harmless: the next start adopts the same record again.

@@ -6,7 +6,7 @@
  */
 import { failure, thrownFailure, type Failure } from '../core/failure-policy.js';
 import { LifelineError, ProtocolError } from '../errors.js';
-import { assertId, contextBytes, MAX_CONTEXT_BYTES, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer, type SubmitContext } from '../protocol/schemas.js';
+import { assertId, jsonBytes, MAX_CONTEXT_BYTES, MAX_SUBMIT_BYTES, submitAnswerSchema, submitBodySchema, type MessageContent, type SubmitAnswer, type SubmitContext } from '../protocol/schemas.js';
 import type { CheckedBody } from './entry-state.js';
 import type { Timers } from '../ports/timers.js';
 import { abortable } from '../runtime/abortable.js';
@@ -73,10 +73,10 @@ export async function submit(
 export function checkedBody(conversationId: string, content: MessageContent, context?: SubmitContext): CheckedBody {
   assertId('A conversation id', conversationId);
   const parsed = submitBodySchema.safeParse(context === undefined ? { content } : { content, context });
-  if (parsed.success && parsed.data.context && contextBytes(parsed.data.context) > MAX_CONTEXT_BYTES) {
+  if (parsed.success && parsed.data.context && jsonBytes(parsed.data.context) > MAX_CONTEXT_BYTES) {
     throw new LifelineError('invalid_argument', 'context must be a JSON object of at most 16 KiB.');
   }
-  if (!parsed.success || new Blob([JSON.stringify(parsed.data)]).size > MAX_SUBMIT_BYTES) {
+  if (!parsed.success || jsonBytes(parsed.data) > MAX_SUBMIT_BYTES) {
     throw new LifelineError('invalid_argument', 'content must be a string or JSON object, context a JSON object, together at most 64 KiB.');
   }
   return parsed.data;

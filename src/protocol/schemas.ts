@@ -71,9 +71,9 @@ export type MessageContent = SubmitBody['content'];
 /** A submission's per-request `context` (docs/protocol.md §1). */
 export type SubmitContext = JsonObject;
 
-/** UTF-8 length of `context` encoded as JSON, as {@link MAX_CONTEXT_BYTES} counts it. */
-export function contextBytes(context: JsonObject): number {
-  return new TextEncoder().encode(JSON.stringify(context)).byteLength;
+/** UTF-8 length of `value` encoded as JSON, as {@link MAX_CONTEXT_BYTES} and {@link MAX_SUBMIT_BYTES} count it. */
+export function jsonBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).byteLength;
 }
 
 /**

@@ -78,7 +78,7 @@ export const chunkSchema = z
     ),
   );
 
-/** A `storage_corrupt_record` error naming the object store and key of the record. */
+/** A `storage_corrupt_record` error naming where the record was (an object store, or the outbox `journal`) and its key. */
 export function corruptRecord(store: string, key: unknown): StorageError {
   return new StorageError('storage_corrupt_record', 'Skipped a corrupt or foreign record.', { details: { store, key: JSON.stringify(key)?.slice(0, 200) } });
 }

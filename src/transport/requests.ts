@@ -5,7 +5,7 @@
  * (`retry_exhausted`) comes only past `retry.maxElapsedMs`.
  */
 import { backoffStep, FRESH_BACKOFF, type RetryPolicy } from '../core/backoff.js';
-import { TransportError } from '../errors.js';
+import { retryExhausted } from '../core/failure-policy.js';
 import { listAnswerSchema, type TurnObject } from '../protocol/schemas.js';
 import { deadline } from '../runtime/deadline.js';
 import { sleep } from '../runtime/sleep.js';
@@ -42,7 +42,7 @@ export async function listTurns(context: ListContext, conversationId: string, si
     if (disposition !== 'retry') throw error;
     const { state, delay } = backoffStep(context.retry, backoff, answer.failure, context.clock.now(), context.random());
     backoff = state;
-    if (delay === undefined) throw new TransportError('retry_exhausted', 'retry.maxElapsedMs passed.', { cause: error });
+    if (delay === undefined) throw retryExhausted(error);
     context.emit({ type: 'retry', at: context.clock.wallNow(), scope: 'replay', id: conversationId, attempt: backoff.attempt, delayMs: delay, cause: error });
     if (!(await sleep(delay, signal, context.timers))) throw signal.reason;
   }

@@ -1,4 +1,4 @@
-import { contextBytes, continuedMessageId, MAX_CONTEXT_BYTES, submitBodySchema, type SubmitBody } from '../../protocol/schemas.js';
+import { jsonBytes, continuedMessageId, MAX_CONTEXT_BYTES, submitBodySchema, type SubmitBody } from '../../protocol/schemas.js';
 import { HttpError } from './responses.js';
 
 /** Message content deeper than this is refused: validating it would only risk the stack. */
@@ -75,7 +75,7 @@ export async function readSubmitBody(request: Request, maxBytes: number): Promis
   const body = submitBodySchema.safeParse(parsed);
   if (!body.success) throw new HttpError(400, 'invalid_body', 'The body must be {"content": <string or JSON object>, "context"?: <JSON object>}.');
   const { content, context } = body.data;
-  if (context !== undefined && contextBytes(context) > MAX_CONTEXT_BYTES) {
+  if (context !== undefined && jsonBytes(context) > MAX_CONTEXT_BYTES) {
     throw new HttpError(413, 'context_too_large', `The context exceeds ${MAX_CONTEXT_BYTES} bytes.`);
   }
   // An assistant message is a continuation (§9): it must name the message it continues.

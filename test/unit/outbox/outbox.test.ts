@@ -560,7 +560,7 @@ describe('outbox journal', () => {
     const outbox = createOutbox(baseDeps({ storage, fetch: createFakeFetch(() => new Promise<Response>(() => undefined)), emit: recorder.emit, journal, network: { online: () => false, subscribe: () => () => undefined } }));
     outboxes.push(outbox);
     await outbox.start();
-    expect(recorder.of('storage-error').map((d) => d.error.code)).toEqual(['storage_corrupt_record']);
+    expect(recorder.of('storage-error').map((d) => [d.error.code, d.error.details])).toEqual([['storage_corrupt_record', { store: 'journal', key: '"garbage"' }]]);
     expect([...saved.keys()]).toEqual(['another-app:key']);
     outbox.enqueue('conv', 'pending');
     expect(saved.size).toBe(2);

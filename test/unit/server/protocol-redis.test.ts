@@ -143,41 +143,57 @@ defineDeliverySuite('redis turn log', async ({ now }) => {
 });
 
 describe('following a live turn on Redis', () => {
-  it('reads nothing per event beyond the shared XREAD: the wake-up brings the events along', async () => {
+  it('costs no command per event on the instance producing the turn, and only the shared XREAD on another one', async () => {
     // A Redis of its own: nothing else's commands in the counts.
     const own = await startRedisServer();
-    const log = createRedisTurnLog({ url: own.url });
+    const producing = createRedisTurnLog({ url: own.url });
+    const other = createRedisTurnLog({ url: own.url });
     const agent = controlledAgent();
-    const server = await startTestServer({ store: log, agent: agent.agent });
+    const server = await startTestServer({ store: producing, agent: agent.agent });
+    const otherServer = await startTestServer({ store: other, agent: agent.agent });
     const admin = new Redis(own.url);
     try {
       const calls = async (command: string): Promise<number> =>
         Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await admin.info('commandstats'))?.[1] ?? 0);
       const answer = await submitMessage(server.baseUrl, 'conv-cost', 'follow me');
       const control = await agent.nextTurn();
-      const followers = [createFollower(answer.turnId), createFollower(answer.turnId), createFollower(answer.turnId)];
-      const following = followers.map((follower) => follower.follow(server.baseUrl));
+      const here = [createFollower(answer.turnId), createFollower(answer.turnId), createFollower(answer.turnId)];
+      const there = [createFollower(answer.turnId), createFollower(answer.turnId), createFollower(answer.turnId)];
+      const followers = [...here, ...there];
+      const following = [...here.map((follower) => follower.follow(server.baseUrl)), ...there.map((follower) => follower.follow(otherServer.baseUrl))];
       await control.delta('first');
       await Promise.all(followers.map((follower) => follower.until((events) => events.length >= 2)));
       const [xrangeBefore, xreadBefore] = [await calls('xrange'), await calls('xread')];
       const deltas = 20;
-      // One delta at a time, each seen by every follower before the next: a wake per delta.
+      // One delta at a time, each seen by every follower before the next: a wake per delta on each instance.
       for (let n = 0; n < deltas; n++) {
         await control.delta(`d${n} `);
         await Promise.all(followers.map((follower) => follower.until((events) => events.length >= 3 + n)));
       }
-      // Before, the turn's reader read each wake's events again (XRANGE) after the XREAD woke it.
+      // Nobody reads a wake's events again (XRANGE): the append here, the XREAD there, brought them along.
       expect((await calls('xrange')) - xrangeBefore).toBeLessThanOrEqual(2);
+      // One XREAD per wake, all of them the other instance's: the producing one is woken by its own appends.
       const xreads = (await calls('xread')) - xreadBefore;
       expect(xreads).toBeGreaterThanOrEqual(deltas);
       expect(xreads).toBeLessThanOrEqual(2 * deltas + 2);
+      await otherServer.close();
+      const [xreadsAlone, xrangesAlone] = [await calls('xread'), await calls('xrange')];
+      for (let n = deltas; n < 2 * deltas; n++) {
+        await control.delta(`d${n} `);
+        await Promise.all(here.map((follower) => follower.until((events) => events.length >= 3 + n)));
+      }
+      expect((await calls('xread')) - xreadsAlone).toBeLessThanOrEqual(1);
+      expect((await calls('xrange')) - xrangesAlone).toBeLessThanOrEqual(1);
       await control.end();
-      expect(await Promise.all(following)).toEqual(['ended', 'ended', 'ended']);
-      for (const follower of followers) expect(follower.applied.map((event) => event.seq)).toEqual(Array.from({ length: deltas + 3 }, (_, i) => i + 1));
+      expect(await Promise.all(following.slice(0, 3))).toEqual(['ended', 'ended', 'ended']);
+      for (const follower of here) expect(follower.applied.map((event) => event.seq)).toEqual(Array.from({ length: 2 * deltas + 3 }, (_, i) => i + 1));
+      for (const follower of there) expect(follower.applied.map((event) => event.seq).slice(0, deltas + 2)).toEqual(Array.from({ length: deltas + 2 }, (_, i) => i + 1));
     } finally {
       admin.disconnect();
       await server.close();
-      await log.close();
+      await otherServer.close();
+      await producing.close();
+      await other.close();
       await own.stop();
     }
   });

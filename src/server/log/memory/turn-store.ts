@@ -13,7 +13,7 @@ import {
   type StopRequest,
   type StoredTurn,
 } from '../turn-log.js';
-import { Waiter } from './waiters.js';
+import { Waiter } from '../waiters.js';
 
 /**
  * A logged event without its turnId and seq (both implied by its position). Plain deltas,

@@ -106,6 +106,12 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
     pending.catch(() => undefined);
   }
   let closed = false;
+  /** The client once built: the hot path (every append) takes it without awaiting a settled promise again. */
+  let ready: RedisClient | undefined;
+  pending.then(
+    (redis) => void (ready = redis),
+    () => undefined,
+  );
   const resetListeners: (() => void)[] = [];
 
   async function client(): Promise<RedisClient> {
@@ -123,7 +129,7 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
     isCluster,
     client,
     async run(script, keys, args) {
-      const redis = await client();
+      const redis = ready !== undefined && !closed ? ready : await client();
       try {
         return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
       } catch (error) {

@@ -12,9 +12,10 @@ interface OwnedTurn {
   turn: StoredTurn;
   /** False once an append or renewal failed, was retried or surprised us: Redis may hold something else. */
   exact: boolean;
-  /** Appends of the turn sent and not answered yet, and what settles once they all are (or `exact` went false). */
+  /** Appends of the turn sent and not answered yet. */
   appending: number;
-  answered?: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Who waits for them all to be answered (or `exact` to go false); made only when someone does, not per append. */
+  answered?: (() => void)[] | undefined;
   /** `performance.now()` when the last command that set or extended the lease, and was answered so, was sent. */
   heldSince: number;
 }
@@ -71,14 +72,24 @@ export class LeaseKeeper {
     for (let waits = 0; ; waits++) {
       const owned = this.#owned.get(turnId);
       if (owned === undefined || !owned.exact || this.#stopped) return undefined;
-      if (owned.answered === undefined) {
+      if (owned.appending === 0) {
         if (performance.now() - owned.heldSince >= this.#ctx.leaseMs / 2) return undefined;
         return { ...owned.turn, delivery: { state: 'pending' } };
       }
       // Appends back to back: one more wait would be longer than asking.
       if (waits === 2) return undefined;
-      await owned.answered.promise;
+      await new Promise<void>((resolve) => (owned.answered ??= []).push(resolve));
     }
+  }
+
+  /**
+   * The highest seq acknowledged here for a turn this instance produces, while it holds
+   * the lease and nothing made it doubt what Redis holds; undefined otherwise. Then no
+   * other instance writes the turn (see `known`), so its appends here are all there is.
+   */
+  ownSeq(turnId: string): number | undefined {
+    const owned = this.#owned.get(turnId);
+    return owned === undefined || !owned.exact || this.#stopped ? undefined : owned.turn.lastSeq;
   }
 
   /** An append of the turn is sent (`started`) or answered, whichever way (`!started`). */
@@ -86,11 +97,6 @@ export class LeaseKeeper {
     const owned = this.#owned.get(turnId);
     if (owned === undefined) return;
     owned.appending += started ? 1 : -1;
-    if (started && owned.answered === undefined) {
-      let resolve = (): void => undefined;
-      const promise = new Promise<void>((settle) => (resolve = settle));
-      owned.answered = { promise, resolve };
-    }
     if (owned.appending === 0) this.#answered(owned);
   }
 
@@ -115,8 +121,9 @@ export class LeaseKeeper {
   }
 
   #answered(owned: OwnedTurn): void {
-    owned.answered?.resolve();
+    const waiting = owned.answered;
     owned.answered = undefined;
+    for (const resolve of waiting ?? []) resolve();
   }
 
   /**
@@ -130,7 +137,10 @@ export class LeaseKeeper {
     const owned = this.#owned.get(turnId);
     if (!owned) return true;
     const ahead = seq > owned.turn.lastSeq;
-    owned.turn = { ...owned.turn, status: 'streaming', lastSeq: seq, updatedAt: at };
+    // In place, not a copy per append: `known` answers copies, so nobody else holds this object.
+    owned.turn.status = 'streaming';
+    owned.turn.lastSeq = seq;
+    owned.turn.updatedAt = at;
     if (!ahead) owned.exact = false;
     return ahead;
   }

@@ -5,8 +5,8 @@ import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
-import { execAll, headOf, isLive, toEvent, toStoredTurn, type TurnHash } from './codec.js';
-import { openConnection, type RedisClient } from './connection.js';
+import { isLive, toStoredTurn, type TurnHash } from './codec.js';
+import { openConnection } from './connection.js';
 import type { RedisContext } from './context.js';
 import { ConversationIndex } from './conversations.js';
 import { IdempotencyLedger } from './idempotency.js';
@@ -16,6 +16,8 @@ import { resolveSettings, type RedisTurnLogOptions } from './options.js';
 import { CREATE } from './scripts.js';
 import { createShardWaiter } from './shard-waiter.js';
 import { createStreamWaiter, type StreamEntry } from './stream-waiter.js';
+import { liveHead, wokenEvents } from './wait-reads.js';
+import { OwnAppends } from './own-appends.js';
 import { readPage } from './page-read.js';
 import { readTurn, TurnWrites } from './turn-writes.js';
 import {
@@ -45,8 +47,6 @@ interface Waiter {
   close(): Promise<void>;
 }
 
-/** Most event data a wake-up hands back (about one follow chunk); beyond it the caller reads pages. */
-const WOKEN_BYTES = 64 * 1024;
 
 /** The Redis Streams {@link TurnLog}; `createRedisTurnLog` documents the layout. */
 export class RedisTurnLog implements TurnLog {
@@ -56,6 +56,7 @@ export class RedisTurnLog implements TurnLog {
   readonly #index: ConversationIndex;
   readonly #operator: OperatorIndex;
   readonly #writes: TurnWrites;
+  readonly #own = new OwnAppends();
   #waiter: Waiter | undefined;
   #closed = false;
 
@@ -140,8 +141,10 @@ export class RedisTurnLog implements TurnLog {
   }
 
   /** One script run for the lot: the coalesced appends of a producer cost one round trip. */
-  appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
-    return this.#writes.append(turnId, events);
+  async appendMany(turnId: string, events: readonly NewTurnEvent[]): Promise<TurnEvent[]> {
+    const logged = await this.#writes.append(turnId, events);
+    this.#own.appended(turnId, logged);
+    return logged;
   }
 
   read(turnId: string, after: number, limit: number, maxBytes = DEFAULT_PAGE_BYTES): Promise<EventPage> {
@@ -149,11 +152,12 @@ export class RedisTurnLog implements TurnLog {
   }
 
   /**
-   * One look at the turn (none after a fresh read: `justRead`), then the waiter: while
-   * events flow that is all it costs, and on one Redis the waiter's XREAD brings the new
-   * events along, answered here so the caller need not read them. The lease is only
-   * looked at when a wait passed with nothing new (at most a third of a lease): then a
-   * lapsed one ends the turn here (`producer_lost`).
+   * One look at the turn (none after a fresh read: `justRead`), then the wait: while
+   * events flow that is all it costs. A turn produced here is woken by its own appends
+   * with their events (OwnAppends); any other by the waiter, whose XREAD on one Redis
+   * brings the new events along. Either way the caller need not read them. The lease is
+   * only looked at when a wait passed with nothing new (at most a third of a lease):
+   * then a lapsed one ends the turn here (`producer_lost`).
    */
   async waitForEvents(turnId: string, after: number, options: WaitOptions): Promise<TurnEvent[] | undefined> {
     const { signal, timeoutMs } = options;
@@ -165,13 +169,11 @@ export class RedisTurnLog implements TurnLog {
       const head = await liveHead(client, keys);
       if (head === undefined || head.seq > after) return undefined;
     }
-    let woken: StreamEntry[] | undefined;
-    const onEntries = (entries: StreamEntry[]): void => void (woken = entries);
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0 || signal.aborted || this.#closed) return undefined;
-      const waiter = await this.#waiterFor();
-      if (await waiter.wait(keys, after, signal, Math.min(remaining, checkEveryMs), onEntries)) return wokenEvents(turnId, after, woken);
+      const woken = await this.#waitOnce(turnId, keys, after, signal, Math.min(remaining, checkEveryMs));
+      if (woken !== 'quiet') return woken;
       if (signal.aborted || this.#closed) return undefined;
       const head = await liveHead(client, keys);
       if (head === undefined || head.seq > after) return undefined;
@@ -182,6 +184,25 @@ export class RedisTurnLog implements TurnLog {
         return undefined;
       }
     }
+  }
+
+  /** One wait: the events after `after` it brought, undefined when the caller should read, 'quiet' when nothing came. */
+  async #waitOnce(turnId: string, keys: TurnKeys, after: number, signal: AbortSignal, ms: number): Promise<TurnEvent[] | undefined | 'quiet'> {
+    const ownSeq = this.#leases.ownSeq(turnId);
+    if (ownSeq === undefined) {
+      let entries: StreamEntry[] | undefined;
+      const waiter = await this.#waiterFor();
+      const woken = await waiter.wait(keys, after, signal, ms, (brought) => void (entries = brought));
+      return woken ? wokenEvents(turnId, after, entries) : 'quiet';
+    }
+    // Acknowledged before this wait began: the caller reads it.
+    if (ownSeq > after) return undefined;
+    const appended = await this.#own.wait(turnId, signal, ms);
+    if (appended === undefined) return 'quiet';
+    const from = after + 1 - (appended[0] as TurnEvent).seq;
+    if (from >= 0 && from < appended.length) return appended.slice(from);
+    // Events this follower had already (it read them before they were acknowledged), or a gap: Redis says.
+    return (appended.at(-1) as TurnEvent).seq > after ? undefined : 'quiet';
   }
 
   async ping(): Promise<void> {
@@ -252,40 +273,10 @@ export class RedisTurnLog implements TurnLog {
     // the leases then lapse on their own.
     await settleWithin(this.#leases.releaseAll(), this.#ctx.leaseMs);
     this.#closed = true;
+    this.#own.close();
     await this.#waiter?.close();
     await this.#ctx.connection.close();
   }
-}
-
-/**
- * The events a wake-up brought, when they continue right after `after`: as many as fit
- * in {@link WOKEN_BYTES} (none when the first alone does not; the caller then reads).
- */
-function wokenEvents(turnId: string, after: number, entries: StreamEntry[] | undefined): TurnEvent[] | undefined {
-  const events: TurnEvent[] = [];
-  let bytes = 0;
-  for (const entry of entries ?? []) {
-    bytes += entry[1][1]?.length ?? 0;
-    if (bytes > WOKEN_BYTES) break;
-    const event = toEvent(turnId, entry);
-    if (event.seq !== after + events.length + 1) break;
-    events.push(event);
-  }
-  return events.length > 0 ? events : undefined;
-}
-
-/**
- * Where a live turn's log stands (its newest seq, its lease held or not), or undefined
- * once it ended or is gone. Three reads in one round trip, no MULTI: record first, so an
- * end the record missed is in the stream read after it.
- */
-async function liveHead(client: RedisClient, keys: TurnKeys): Promise<{ seq: number; leased: boolean } | undefined> {
-  const [[lastSeq, endedAt], leased, newest] = (await execAll(
-    client.pipeline().hmget(keys.turn, 'lastSeq', 'endedAt').exists(keys.lease).xrevrange(keys.events, '+', '-', 'COUNT', 1),
-  )) as [[string | null, string | null], number, StreamEntry[]];
-  const head = headOf(newest);
-  if (lastSeq === null || endedAt !== null || head?.endStatus !== undefined) return undefined;
-  return { seq: Math.max(Number(lastSeq), head?.seq ?? 0), leased: leased === 1 };
 }
 
 /** Waits for `work` at most `ms`; its failure or lateness is not the caller's concern. */

@@ -10,7 +10,8 @@ function timedOut(waiter: Waiter): void {
 }
 
 /**
- * One pending `waitForEvents` of the memory log. A live turn's feed waits between every
+ * One pending `waitForEvents` of the memory log, or of the Redis log for a turn produced
+ * by its own instance (redis/own-appends.ts). A live turn's feed waits between every
  * two pages, so a wait costs no closure and no listener of its own: one abort listener
  * per signal serves every wait made with it (a feed makes all its waits with one), and
  * the timeout is a timer with the waiter as its argument. Settles once: on an append, at
