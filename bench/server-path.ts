@@ -5,13 +5,18 @@
  * deltas every 10 ms per turn); Redis commands per produced event (INFO commandstats,
  * commands inside scripts included) against a raw loop of one XADD per event and one
  * shared XREAD per turn on the same Redis; for 1, 10 and 50 followers. Then the p50 of a
- * full replay of a finished turn while 1 000 followers stream a live one, against the
- * same replay on the idle server.
+ * full replay of a finished turn while 1 000 followers, caught up, follow a live one
+ * (held in a process of their own, so reading their streams does not delay the timed
+ * answers here), against the same replay on the idle server; and as measured before,
+ * with the followers in this process, timed the moment they answered ("during
+ * catch-up").
  *
- * `npm run bench -- --only server --no-build` runs it alone.
+ * `npm run bench -- --only server --no-build` runs it alone; with `BENCH_CPU_PROF=<dir>`
+ * the server children write CPU profiles there.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { startRedisServer } from '../test/fixtures/redis.js';
-import { commandCalls, followToEnd, holdFollowers, rawRedisLoop, startServerChild, type ServerChild } from './lib/server-clients.js';
+import { commandCalls, followToEnd, holdFollowers, holdFollowersElsewhere, rawRedisLoop, startServerChild, type HeldFollowers, type ServerChild } from './lib/server-clients.js';
 import { fixed, median, quantile } from './lib/stats.js';
 
 export interface PathRow {
@@ -26,10 +31,22 @@ export interface PathRow {
   rawCommands: number;
 }
 
+/** Full replays timed in one condition: p50 as this process saw it and inside the server, and the server's event-loop delay meanwhile. */
+export interface ReplayTiming {
+  p50: number;
+  serverP50: number;
+  loopP99: number;
+  /** Events the furthest-behind follower was short of the live turn's head when the timing started. */
+  behind: number;
+}
+
 export interface ReplayRow {
   log: string;
-  idleP50: number;
-  loadedP50: number;
+  idle: ReplayTiming;
+  /** Followers in this process, timed the moment the last one answered (the method before). */
+  catchUp: ReplayTiming;
+  /** Followers in their own process, every one caught up to the live turn's head. */
+  loaded: ReplayTiming;
 }
 
 export interface ServerPathResult {
@@ -60,7 +77,7 @@ async function startTurn(server: ServerChild, mode: 'memory' | 'redis' | 'raw', 
   });
   if (response.status !== 202) throw new Error(`submit answered ${response.status}: ${await response.text()}`);
   const { turnId } = (await response.json()) as { turnId: string };
-  return { follow: `${server.origin}/api/turns/${turnId}/events`, replay: `${server.origin}/api/turns/${turnId}?limit=10000` };
+  return { follow: `${server.origin}/api/turns/${turnId}/events`, replay: `${server.origin}/api/turns/${turnId}?after=0&limit=10000` };
 }
 
 let turnCount = 0;
@@ -80,7 +97,7 @@ async function cpuPerEvent(server: ServerChild, mode: 'memory' | 'redis' | 'raw'
   return ((await server.cpu()) - before) / delivered;
 }
 
-async function replayP50(url: string, times: number): Promise<number> {
+async function replayTimes(url: string, times: number): Promise<number[]> {
   const ms: number[] = [];
   for (let i = 0; i < times; i++) {
     const start = performance.now();
@@ -89,22 +106,63 @@ async function replayP50(url: string, times: number): Promise<number> {
     if (response.status !== 200) throw new Error(`replay answered ${response.status}`);
     ms.push(performance.now() - start);
   }
-  return quantile(ms, 0.5);
+  return ms;
 }
 
-/** Replay p50 of a finished turn, idle and while `followers` stream a live turn. */
-async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', deltas: number, followers: number): Promise<{ idle: number; loaded: number }> {
+/** Times `times` full replays of `url`, with what the server saw meanwhile. */
+async function timeReplays(server: ServerChild, url: string, times: number, behind: number): Promise<ReplayTiming> {
+  await server.stats();
+  const ms = await replayTimes(url, times);
+  const seen = await server.stats();
+  return { p50: quantile(ms, 0.5), serverP50: quantile(seen.replayMs, 0.5), loopP99: seen.loopP99, behind };
+}
+
+/** The live turn's last logged seq (one event replayed, for its turn record). */
+async function headOf(replayUrl: string): Promise<number> {
+  const response = await fetch(replayUrl.replace('limit=10000', 'limit=1'));
+  return ((await response.json()) as { turn: { lastSeq: number } }).turn.lastSeq;
+}
+
+/** A follower this many events behind the head (100 ms of the agent's pace) has caught up. */
+const CAUGHT_UP_EVENTS = 20;
+
+/** Resolves once every held follower is within CAUGHT_UP_EVENTS of the live turn's head; the events the last look found. */
+async function caughtUp(held: HeldFollowers, liveReplay: string): Promise<number> {
+  for (;;) {
+    const behind = await held.behind(await headOf(liveReplay));
+    if (behind <= CAUGHT_UP_EVENTS) return behind;
+    await delay(100);
+  }
+}
+
+/**
+ * Full replay p50 of a finished turn: on the idle server; then while `followers` follow a
+ * live turn, timed the moment the last follower answered with the followers in this
+ * process (the method before; the bench's own loop reading 1 000 streams delays the
+ * answers it times); then with the followers in their own process, every one caught up.
+ */
+async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', deltas: number, followers: number): Promise<Omit<ReplayRow, 'log'>> {
   const finished = await startTurn(server, mode, deltas, turnCount++);
   await followToEnd(finished.follow);
-  await replayP50(finished.replay, 10);
-  const idle = await replayP50(finished.replay, 40);
-  // Long enough to outlast the measurement: 30 s of events at the agent's pace.
-  const live = await startTurn(server, mode, 6000, turnCount++);
-  const held = await holdFollowers(live.follow, followers);
+  await replayTimes(finished.replay, 10);
+  const idle = await timeReplays(server, finished.replay, 40, 0);
+  // Long enough to outlast each measurement: 30 s of events at the agent's pace.
+  const first = await startTurn(server, mode, 6000, turnCount++);
+  const near = await holdFollowers(first.follow, followers);
+  let catchUp: ReplayTiming;
   try {
-    return { idle, loaded: await replayP50(finished.replay, 40) };
+    const behind = await near.behind(await headOf(first.replay));
+    catchUp = await timeReplays(server, finished.replay, 40, behind);
   } finally {
-    held.close();
+    await near.close();
+  }
+  const second = await startTurn(server, mode, 6000, turnCount++);
+  const apart = await holdFollowersElsewhere(second.follow, followers);
+  try {
+    const behind = await caughtUp(apart, second.replay);
+    return { idle, catchUp, loaded: await timeReplays(server, finished.replay, 40, behind) };
+  } finally {
+    await apart.close();
   }
 }
 
@@ -157,9 +215,12 @@ export async function benchServerPath(options: { log: (line: string) => void; ru
     }
     const replay: ReplayRow[] = [];
     for (const mode of ['memory', 'redis'] as const) {
-      const { idle, loaded } = await replayUnderLoad(servers[mode], mode, deltas, replayFollowers);
-      log(`  replay on ${mode}: p50 ${fixed(idle, 2)} ms idle, ${fixed(loaded, 2)} ms under ${replayFollowers} followers`);
-      replay.push({ log: mode === 'memory' ? 'memory log' : 'Redis', idleP50: idle, loadedP50: loaded });
+      const row = { log: mode === 'memory' ? 'memory log' : 'Redis', ...(await replayUnderLoad(servers[mode], mode, deltas, replayFollowers)) };
+      const { idle, catchUp, loaded } = row;
+      log(
+        `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle; ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (in the server ${fixed(loaded.serverP50, 2)} ms, its loop delay p99 ${fixed(loaded.loopP99, 1)} ms); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
+      );
+      replay.push(row);
     }
     return { deltas, runs, rows, replay, replayFollowers, replayEvents: deltas + 2 };
   } finally {
@@ -208,11 +269,14 @@ export function serverPathReport(result: ServerPathResult): string {
     '',
     `**Worst CPU ratio: memory log ${fixed(worstMemory, 2)}× (target ≤ 2: ${verdict(worstMemory, 2)}), Redis ${fixed(worstRedis, 2)}× (${verdict(worstRedis, 2)}); worst Redis commands ratio ${fixed(worstCommands, 2)}× (target ≤ 1.5: ${verdict(worstCommands, 1.5)}); commands per produced event from 1 to 50 followers: ${commands.map((value) => fixed(value, 2)).join(', ')}.**`,
     '',
-    `Full replay (one request, \`limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40, on the idle server and while ${result.replayFollowers} followers stream one live turn on it (target: within 2× of idle):`,
+    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle). *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. In the server: from the replay request's listener call to its answer's last byte handed to the socket (p50); loop p99: the server's event-loop delay while the replays ran.`,
     '',
-    '| log | idle p50 ms | under load p50 ms | ratio |',
-    '|---|---:|---:|---:|',
-    ...replay.map((row) => `| ${row.log} | ${fixed(row.idleP50, 2)} | ${fixed(row.loadedP50, 2)} | ${fixed(row.loadedP50 / row.idleP50, 2)}× (${verdict(row.loadedP50 / row.idleP50, 2)}) |`),
+    '| log | idle p50 ms | under load p50 ms | in the server ms, idle → under load | server loop p99 ms under load | ratio | during catch-up p50 ms (followers behind) | ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...replay.map(({ log, idle, loaded, catchUp }) => {
+      const ratio = loaded.p50 / idle.p50;
+      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(idle.serverP50, 2)} → ${fixed(loaded.serverP50, 2)} | ${fixed(loaded.loopP99, 1)} | ${fixed(ratio, 2)}× (${verdict(ratio, 2)}) | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
+    }),
     '',
     BEFORE,
   );

@@ -5,10 +5,13 @@
  * Node SSE server that produces the same events and writes each one, serialised once,
  * to every follower. Both produce at the same pace: two 16-character deltas every
  * `TICK_MS` (default 10), as many as the submitted content says. Prints `{"port":N}`
- * once it listens. Used by bench/server-path.ts.
+ * once it listens. `GET /cpu` answers its CPU so far, `GET /stats` its event-loop delay
+ * and the time each full replay (`?after=0&limit=10000`) spent inside it since the last
+ * look. Used by bench/server-path.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createLifelineHandler } from '../../src/server/http/handler.js';
 import { createMemoryTurnLog } from '../../src/server/log/memory/index.js';
@@ -98,7 +101,33 @@ function raw(): (req: IncomingMessage, res: ServerResponse) => void {
   };
 }
 
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+let replayMs: number[] = [];
+const FULL_REPLAY = /^\/api\/turns\/[^/?]+\?after=0&limit=10000$/;
+
+/** What `GET /stats` answers: the event loop's delay and the full replays' times inside this process since the last look. */
+function stats(res: ServerResponse): void {
+  const body = { loopP50: loopDelay.percentile(50) / 1e6, loopP99: loopDelay.percentile(99) / 1e6, replayMs };
+  loopDelay.reset();
+  replayMs = [];
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** A full replay's time here: from its listener call to its answer's last byte handed to the socket. */
+function timeReplay(res: ServerResponse): void {
+  const start = performance.now();
+  res.once('finish', () => replayMs.push(performance.now() - start));
+}
+
 const listener = mode === 'raw' ? raw() : lifeline();
-const server = createServer((req, res) => (req.url === '/cpu' ? cpu(res) : listener(req, res)));
+const server = createServer((req, res) => {
+  if (req.url === '/cpu') return cpu(res);
+  if (req.url === '/stats') return stats(res);
+  if (FULL_REPLAY.test(req.url ?? '')) timeReplay(res);
+  listener(req, res);
+});
+// Exits through process.exit, so a `--cpu-prof` profile is written (bench/lib/server-clients.ts stops it so).
+process.once('SIGTERM', () => process.exit(0));
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`));

@@ -10,18 +10,36 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
+import { lastSeqIn } from './last-seq.js';
+
+/** What the server child saw since the last look (see bench/lib/server-child.ts). */
+export interface ChildStats {
+  /** Event-loop delay quantiles, ms (monitorEventLoopDelay, 1 ms resolution). */
+  loopP50: number;
+  loopP99: number;
+  /** Each full replay's time inside the server, from its request's listener call to its answer's last byte handed to the socket, ms. */
+  replayMs: number[];
+}
 
 export interface ServerChild {
   origin: string;
   /** User + system CPU of the server process so far, µs. */
   cpu(): Promise<number>;
+  /** What the server saw since the last call (the first call: since it started). */
+  stats(): Promise<ChildStats>;
   stop(): Promise<void>;
 }
 
-/** Starts bench/lib/server-child.ts in `mode`; resolves once it listens. */
+/**
+ * Starts bench/lib/server-child.ts in `mode`; resolves once it listens. With
+ * `BENCH_CPU_PROF=<dir>` in the environment the child runs with `--cpu-prof` and writes
+ * its profile there when stopped.
+ */
 export async function startServerChild(mode: 'memory' | 'redis' | 'raw', redisUrl = ''): Promise<ServerChild> {
   const script = fileURLToPath(new URL('./server-child.ts', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script], {
+  const profile = process.env['BENCH_CPU_PROF'];
+  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
     env: { ...process.env, MODE: mode, REDIS_URL: redisUrl },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -36,9 +54,14 @@ export async function startServerChild(mode: 'memory' | 'redis' | 'raw', redisUr
       const usage = (await (await fetch(`${origin}/cpu`)).json()) as { user: number; system: number };
       return usage.user + usage.system;
     },
+    async stats() {
+      return (await (await fetch(`${origin}/stats`)).json()) as ChildStats;
+    },
     async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
+      // The child exits on SIGTERM at once, writing its CPU profile if it takes one.
+      child.kill('SIGTERM');
       await exited;
     },
   };
@@ -71,14 +94,57 @@ export async function followToEnd(url: string): Promise<{ events: number; last: 
   return { events, last };
 }
 
-/** Holds `count` followers of `url` open, discarding what they get; `close` cuts them all. */
-export async function holdFollowers(url: string, count: number): Promise<{ close(): void }> {
+/**
+ * Holds `count` followers of `url` open in this process, discarding what they get but
+ * the last seq each reached; resolves once every one answered.
+ */
+export async function holdFollowers(url: string, count: number): Promise<HeldFollowers> {
   const open = await Promise.all(Array.from({ length: count }, () => openSse(url)));
-  for (const res of open) {
+  const seqs = new Float64Array(count);
+  open.forEach((res, i) => {
     res.on('error', () => undefined);
-    res.resume();
-  }
-  return { close: () => open.forEach((res) => res.destroy()) };
+    res.on('data', (chunk: Buffer) => {
+      seqs[i] = lastSeqIn(chunk) ?? (seqs[i] as number);
+    });
+  });
+  return {
+    behind: async (seq) => Math.max(...seqs.map((reached) => seq - reached)),
+    close: async () => open.forEach((res) => res.destroy()),
+  };
+}
+
+/** Followers held open by {@link holdFollowers} or {@link holdFollowersElsewhere}. */
+export interface HeldFollowers {
+  /** Events the furthest-behind follower is short of `seq`. */
+  behind(seq: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Holds `count` followers of `url` open in a process of their own; resolves once every one answered. */
+export async function holdFollowersElsewhere(url: string, count: number): Promise<HeldFollowers> {
+  const script = fileURLToPath(new URL('./follower-child.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, FOLLOW_URL: url, FOLLOWERS: String(count) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const nextLine = async (): Promise<string> => {
+    const line = await Promise.race([lines.next(), exited.then(() => ({ done: true, value: undefined }))]);
+    if (line.done === true || line.value === undefined) throw new Error('the follower process exited');
+    return line.value as string;
+  };
+  if ((await nextLine()) !== 'open') throw new Error('the follower process did not open its followers');
+  return {
+    async behind(seq) {
+      child.stdin?.write(`${seq}\n`);
+      return Number(await nextLine());
+    },
+    async close() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
 
 /** Redis command calls so far (INFO commandstats; commands run inside scripts are counted there too), INFO excluded. */
