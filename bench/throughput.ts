@@ -55,6 +55,10 @@ function turnRoutes(turn: BenchTurn, body: Buffer, extra: string[], paceMs = 0, 
       void writeChunked(res, body, chunkBytes, paceMs);
       return true;
     }
+    if (path === `/api/turns/${turn.turnId}/delivered` && req.method === 'POST') {
+      answerReceipt(req, res, turn, extra);
+      return true;
+    }
     if (path.startsWith('/api/')) {
       // Anything else means the client needed recovery on a clean stream: worth reporting.
       extra.push(`${req.method ?? 'GET'} ${req.url ?? ''}`);
@@ -64,6 +68,47 @@ function turnRoutes(turn: BenchTurn, body: Buffer, extra: string[], paceMs = 0, 
     }
     return false;
   };
+}
+
+/**
+ * The delivery receipt Lifeline posts once per ended turn (docs/protocol.md section 10),
+ * answered as the reference server would: recorded when seq and hash match the turn's end,
+ * otherwise refused, and the refusal reported as an unexpected request.
+ */
+function answerReceipt(req: IncomingMessage, res: ServerResponse, turn: BenchTurn, extra: string[]): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const end = turn.events[turn.events.length - 1]!;
+    let receipt: { seq?: unknown; textSha256?: unknown } = {};
+    try {
+      receipt = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof receipt;
+    } catch {
+      // Malformed: answered below as an invalid receipt.
+    }
+    const json = (status: number, body: object) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (receipt.seq !== end.seq || receipt.textSha256 !== turn.textSha256) {
+      extra.push(`POST ${req.url ?? ''} (receipt refused: ${JSON.stringify(receipt)})`);
+      json(400, { error: { code: 'invalid_receipt', message: 'seq or textSha256 differs from the turn end' } });
+      return;
+    }
+    const now = new Date().toISOString();
+    json(200, {
+      turn: {
+        id: turn.turnId,
+        messageId: turn.messageId,
+        conversationId: turn.conversationId,
+        status: 'complete',
+        lastSeq: end.seq,
+        createdAt: now,
+        updatedAt: now,
+        delivery: { state: 'delivered', at: now },
+      },
+    });
+  });
 }
 
 const CONTENDERS = [
