@@ -3,7 +3,7 @@
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
  * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale,server`, `--runs N`
- * (runs per throughput contender, default 3), `--no-build` (use dist/ as it is),
+ * (runs per throughput contender, default 7: the contenders swing ±20 % run to run, so one run's median and paired ratio need that many rounds), `--no-build` (use dist/ as it is),
  * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
  * turns, default 3 × 60).
  */
@@ -37,7 +37,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
   options: {
     only: { type: 'string' },
-    runs: { type: 'string', default: '3' },
+    runs: { type: 'string', default: '7' },
     'no-build': { type: 'boolean', default: false },
     'scale-instances': { type: 'string', default: '3' },
     'scale-turns': { type: 'string', default: '60' },
