@@ -149,7 +149,7 @@ function takeUpTo(buffers: Map<string, Entries>, budget: number): [turnId: strin
 }
 
 /** Adds a turn's events to `items`, one chunk per run of consecutive seqs (a skipped unknown event leaves a gap). */
-function chunks(rows: Pick<TurnRows, 'row'>, turnId: string, events: LoggedEvent[], items: TurnWrite[] = []): TurnWrite[] {
+function chunks(rows: TurnRows, turnId: string, events: LoggedEvent[], items: TurnWrite[] = []): TurnWrite[] {
   let first = 0;
   events.forEach((event, i) => {
     if (events[i + 1]?.seq == event.seq + 1) return;
@@ -219,13 +219,11 @@ export function createWriteBuffer({ flushMs, flushEvents, maxWriteEvents, rows, 
     write,
     writeRest(turnId) {
       const entries = detach(turnId);
-      // The row as it is now (the turn's rest precedes its fold); each write rebuilds its part's
-      // events only when its turn comes, so the end of a burst (often the whole turn still
-      // buffered) is not turned into event objects all at once, ahead of the turn's completion.
-      const base = rows.row(turnId, 0);
-      const now = { row: (_: string, lastSeq: number) => base && { ...base, lastSeq } };
+      // Each write rebuilds its part's events only when its turn comes, so the end of a burst
+      // (often the whole turn still buffered) is not turned into event objects all at once,
+      // ahead of the turn's completion. Its row is described then too, as the fold's is.
       for (let left = entries.length; left > 0; left -= maxWriteEvents) {
-        void write(() => chunks(now, turnId, takeFront(turnId, entries, maxWriteEvents)));
+        void write(() => chunks(rows, turnId, takeFront(turnId, entries, maxWriteEvents)));
       }
     },
     drop: (turnId) => void detach(turnId),
