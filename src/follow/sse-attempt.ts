@@ -1,9 +1,11 @@
 /**
- * One stream attempt: exactly one `fetchEventSource` call with its own retry disabled.
- * The library's reconnect loop is not used (docs/faults.md: it retries forever, copies headers
- * once, trusts the wire's `id:`); the follower's machine decides every retry.
+ * One stream attempt: one request through the http port, its body read with
+ * `@microsoft/fetch-event-source`'s parser alone (`getBytes` → `getLines` → `getMessages`).
+ * The library's `fetchEventSource` loop is not used (docs/faults.md: it retries forever,
+ * copies headers once, trusts the wire's `id:`, needs `window` and `document`); the
+ * follower's machine decides every retry, and this file what the answer means.
  */
-import { fetchEventSource } from '@microsoft/fetch-event-source';
+import { getBytes, getLines, getMessages, type EventSourceMessage } from '@microsoft/fetch-event-source/lib/esm/parse.js';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import type { Clock } from '../ports/clock.js';
@@ -41,12 +43,24 @@ export type StreamEnd =
   /** A cut, an HTTP failure, a bad message; `closed` when the server closed before `turn.end`. */
   | { kind: 'failed'; failure: Failure; closed: boolean };
 
-/** Thrown out of fetch-event-source's callbacks to end an attempt without its own retry. */
+/** Thrown out of the parser's callback to stop reading once a message failed the attempt. */
 const STOP = 0;
+
+/** The parser reports `id:` and `retry:` fields: neither is trusted (the cursor is ours, so is the backoff). */
+const ignore = (): void => {};
 
 /** `Lifeline-Heartbeat: <ms>` as a positive integer, else `undefined` (a hostile value is ignored). */
 export function parseHeartbeat(value: string | null): number | undefined {
   return value !== null && /^\d{1,9}$/.test(value.trim()) && Number(value) > 0 ? Number(value) : undefined;
+}
+
+/** The request's headers: the app's fresh ones, where its own accept and last-event-id give way to ours (case-insensitively). */
+function streamHeaders(app: Record<string, string>, lastEventId: number): Headers {
+  const headers = new Headers(app);
+  headers.set('accept', 'text/event-stream');
+  if (lastEventId) headers.set('last-event-id', String(lastEventId));
+  else headers.delete('last-event-id');
+  return headers;
 }
 
 /** Runs one attempt to its end. Never rejects. */
@@ -54,56 +68,55 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
   const { signal } = attempt;
   let end: StreamEnd | undefined;
   const failed = (failure: Failure, closed = false): StreamEnd => (end ??= { kind: 'failed', failure, closed });
-  // fetch-event-source 2.0.1 calls `window` and `document` (docs/faults.md); without them its promise never settles.
+  // A server render must not open streams (they would retry for as long as the process lives): following is the browser's.
   if (!attempt.page.isBrowser()) return failed({ error: new LifelineError('invalid_argument', 'Following needs a browser.'), disposition: 'fatal' });
+  let headers: Headers;
   try {
-    // Headers compare case-insensitively: the app's own accept and last-event-id give way to ours.
-    const headers = new Headers(await attempt.headers());
-    if (signal.aborted) return { kind: 'aborted' };
-    headers.set('accept', 'text/event-stream');
-    if (attempt.lastEventId) headers.set('last-event-id', String(attempt.lastEventId));
-    else headers.delete('last-event-id');
-    const url = endpoint(attempt.baseUrl, attempt.path + '/events');
-    // Read per message: a plain flag costs less than the signal's getter (abort events fire synchronously).
-    let aborted = false;
-    signal.addEventListener('abort', () => (aborted = true), { once: true });
-    await fetchEventSource(url, {
-      signal,
-      openWhenHidden: true,
-      // The library's header copy (with the wire's last-event-id) is never sent; the body is capped.
-      fetch: async (_, init) => limitBody(await attempt.fetch(url, { ...init, headers }), attempt.limits),
-      onopen: async (response) => {
-        const code = response.status;
-        if (code === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
-          return attempt.onOpen(parseHeartbeat(response.headers.get('lifeline-heartbeat')));
-        }
-        if (code === 204) end = { kind: 'no-content' };
-        else if (code === 200) failed({ error: new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }), disposition: 'retry' });
-        else failed(await failureFromResponse(response, attempt.clock.wallNow()));
-        throw STOP;
-      },
-      onmessage: (message) => {
-        // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
-        if (aborted) return;
-        // Heartbeats, comments, empty blocks and `event:` without data carry nothing.
-        const failure = attempt.onMessage((message.event !== 'heartbeat' && message.data) || undefined);
-        if (failure) {
-          failed(failure);
-          throw STOP;
-        }
-      },
-      onclose: () => {
-        failed({ error: new TransportError('network_error', 'Closed before turn.end.'), disposition: 'retry' }, true);
-        throw STOP;
-      },
-      onerror: (cause) => {
-        failed(cause instanceof ProtocolError ? { error: cause, disposition: 'retry' } : thrownFailure(cause));
-        throw STOP;
-      },
-    });
+    headers = streamHeaders(await attempt.headers(), attempt.lastEventId);
   } catch (cause) {
     // A headers function that throws (a failed token refresh) is retried like a network error.
-    if (cause !== STOP && !end) failed(thrownFailure(cause));
+    return signal.aborted ? { kind: 'aborted' } : failed(thrownFailure(cause));
+  }
+  if (signal.aborted) return { kind: 'aborted' };
+  // The request's own controller: the connection closes as soon as the attempt ends, however it ends.
+  const request = new AbortController();
+  // Read per message: a plain flag costs less than the signal's getter (abort events fire synchronously).
+  let aborted = false;
+  // An abort ends the attempt at once, even while a custom fetch or body ignores its signal.
+  const stopped = new Promise<void>((resolve) => {
+    signal.addEventListener('abort', () => ((aborted = true), request.abort(), resolve()), { once: true });
+  });
+  const onMessage = (message: EventSourceMessage): void => {
+    // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
+    if (aborted) return;
+    // Heartbeats, comments, empty blocks and `event:` without data carry nothing.
+    const failure = attempt.onMessage((message.event !== 'heartbeat' && message.data) || undefined);
+    if (failure) {
+      failed(failure);
+      throw STOP;
+    }
+  };
+  const read = async (): Promise<void> => {
+    const url = endpoint(attempt.baseUrl, attempt.path + '/events');
+    const response = limitBody(await attempt.fetch(url, { headers, signal: request.signal }), attempt.limits);
+    const code = response.status;
+    if (code === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
+      attempt.onOpen(parseHeartbeat(response.headers.get('lifeline-heartbeat')));
+      // A body the platform left out fails in getBytes like a broken one.
+      await getBytes(response.body!, getLines(getMessages(ignore, ignore, onMessage)));
+      // The server closed cleanly: before turn.end (the follower aborts at turn.end), so a cut.
+      failed({ error: new TransportError('network_error', 'Closed before turn.end.'), disposition: 'retry' }, true);
+    } else if (code === 204) end = { kind: 'no-content' };
+    else if (code === 200) failed({ error: new TransportError('unexpected_content_type', 'Not an event stream.', { status: code }), disposition: 'retry' });
+    else failed(await failureFromResponse(response, attempt.clock.wallNow()));
+  };
+  try {
+    await Promise.race([read(), stopped]);
+  } catch (cause) {
+    // A fetch that threw, a broken body, or a cap on the body passed (a ProtocolError: the stream is retried).
+    if (cause !== STOP) failed(cause instanceof ProtocolError ? { error: cause, disposition: 'retry' } : thrownFailure(cause));
+  } finally {
+    request.abort();
   }
   return signal.aborted ? { kind: 'aborted' } : (end ?? failed(thrownFailure(undefined)));
 }

@@ -27,8 +27,7 @@
  * - `clock` + `timers` over one virtual time (`timers.set` may be handed any ms ≥ 0 or
  *   `Infinity`; the client never relies on the platform's overflow);
  * - `http.fetch` answering from a simulated protocol server (streams as `Response` bodies);
- *   the stream attempt also needs `page.isBrowser()` true and `window`/`document` objects
- *   with `clearTimeout`/`removeEventListener`, which fetch-event-source 2.0.1 calls itself;
+ *   the stream attempt also needs `page.isBrowser()` true (a server render opens no stream);
  * - `storage.openStore` returning a simulated {@link Store} (quota, unavailable, corrupt
  *   records, throws), `storage.pageStorage` a journal that throws or fills up;
  * - `tabs` over an in-process lock manager and channel hub shared by the simulated tabs;

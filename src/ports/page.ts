@@ -4,7 +4,7 @@
  * for an animation frame only then), and whether it is a browser document at all.
  */
 export interface Page {
-  /** A document exists (the SSE library, fetch-event-source 2.0.1, needs `window` and `document`). */
+  /** A document exists: only a browser page follows streams (a server render must not open them). */
   isBrowser(): boolean;
   /** The page is visible and has animation frames. */
   visible(): boolean;
