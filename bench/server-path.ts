@@ -16,7 +16,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { startRedisServer } from '../test/fixtures/redis.js';
-import { commandCalls, followToEnd, holdFollowers, holdFollowersElsewhere, rawRedisLoop, startServerChild, type HeldFollowers, type ServerChild } from './lib/server-clients.js';
+import { commandCalls, followToEnd, holdFollowers, holdFollowersElsewhere, rawRedisLoop, startServerChild, type HeldFollowers, type ReplaySeen, type ServerChild } from './lib/server-clients.js';
 import { fixed, median, quantile } from './lib/stats.js';
 
 export interface PathRow {
@@ -31,13 +31,25 @@ export interface PathRow {
   rawCommands: number;
 }
 
-/** Full replays timed in one condition: p50 as this process saw it and inside the server, and the server's event-loop delay meanwhile. */
+/**
+ * Full replays timed in one condition: p50 as this process saw it, and where that time went (p50 of each part): from
+ * sending to the server's listener (`waitP50`), inside the server to the last byte handed to the socket
+ * (`serverP50`), and from there to the answer read here (`deliverP50`); the fan-out slices that ran while a replay
+ * was in the server, and the server's event-loop delay meanwhile.
+ */
 export interface ReplayTiming {
   p50: number;
+  waitP50: number;
   serverP50: number;
+  deliverP50: number;
+  slicesP50: number;
   loopP99: number;
+  /** The server's event-loop utilisation meanwhile, 0 to 1. */
+  busy: number;
   /** Events the furthest-behind follower was short of the live turn's head when the timing started. */
   behind: number;
+  /** The same when the timing ended (followers held in their own process only): they kept up throughout. */
+  behindAfter?: number;
 }
 
 export interface ReplayRow {
@@ -97,24 +109,40 @@ async function cpuPerEvent(server: ServerChild, mode: 'memory' | 'redis' | 'raw'
   return ((await server.cpu()) - before) / delivered;
 }
 
-async function replayTimes(url: string, times: number): Promise<number[]> {
-  const ms: number[] = [];
+/** Absolute ms, comparable with the server child's (see ReplaySeen). */
+const wallNow = (): number => performance.timeOrigin + performance.now();
+
+/** `times` full replays one after the other: when each was sent and read to its end, absolute ms. */
+async function replayTimes(url: string, times: number): Promise<{ sent: number; end: number }[]> {
+  const timed: { sent: number; end: number }[] = [];
   for (let i = 0; i < times; i++) {
-    const start = performance.now();
-    const response = await fetch(url);
+    const sent = wallNow();
+    const response = await fetch(url, { headers: { 'x-bench-sent': String(sent) } });
     await response.arrayBuffer();
     if (response.status !== 200) throw new Error(`replay answered ${response.status}`);
-    ms.push(performance.now() - start);
+    timed.push({ sent, end: wallNow() });
   }
-  return ms;
+  return timed;
 }
 
 /** Times `times` full replays of `url`, with what the server saw meanwhile. */
 async function timeReplays(server: ServerChild, url: string, times: number, behind: number): Promise<ReplayTiming> {
   await server.stats();
-  const ms = await replayTimes(url, times);
-  const seen = await server.stats();
-  return { p50: quantile(ms, 0.5), serverP50: quantile(seen.replayMs, 0.5), loopP99: seen.loopP99, behind };
+  const here = await replayTimes(url, times);
+  const { replays, loopP99, busy } = await server.stats();
+  const seen = new Map(replays.map((replay) => [replay.sent, replay]));
+  const part = (of: (sent: number, end: number, replay: ReplaySeen) => number): number =>
+    quantile(here.flatMap(({ sent, end }) => (seen.has(sent) ? [of(sent, end, seen.get(sent) as ReplaySeen)] : [])), 0.5);
+  return {
+    p50: quantile(here.map(({ sent, end }) => end - sent), 0.5),
+    waitP50: part((sent, _end, replay) => replay.start - sent),
+    serverP50: part((_sent, _end, replay) => replay.finish - replay.start),
+    deliverP50: part((_sent, end, replay) => end - replay.finish),
+    slicesP50: part((_sent, _end, replay) => replay.slices),
+    loopP99,
+    busy,
+    behind,
+  };
 }
 
 /** The live turn's last logged seq (one event replayed, for its turn record). */
@@ -144,7 +172,8 @@ async function caughtUp(held: HeldFollowers, liveReplay: string): Promise<number
 async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', deltas: number, followers: number): Promise<Omit<ReplayRow, 'log'>> {
   const finished = await startTurn(server, mode, deltas, turnCount++);
   await followToEnd(finished.follow);
-  await replayTimes(finished.replay, 10);
+  // Warm: V8 optimises the replay path over its first few hundred calls; after 10, the idle figure measured that too.
+  await replayTimes(finished.replay, 300);
   const idle = await timeReplays(server, finished.replay, 40, 0);
   // Long enough to outlast each measurement: 30 s of events at the agent's pace.
   const first = await startTurn(server, mode, 6000, turnCount++);
@@ -160,71 +189,91 @@ async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', de
   const apart = await holdFollowersElsewhere(second.follow, followers);
   try {
     const behind = await caughtUp(apart, second.replay);
-    return { idle, catchUp, loaded: await timeReplays(server, finished.replay, 40, behind) };
+    const loaded = await timeReplays(server, finished.replay, 40, behind);
+    loaded.behindAfter = await apart.behind(await headOf(second.replay));
+    return { idle, catchUp, loaded };
   } finally {
     await apart.close();
   }
 }
 
-export async function benchServerPath(options: { log: (line: string) => void; runs?: number; deltas?: number; replayFollowers?: number }): Promise<ServerPathResult> {
-  const { log } = options;
+/** Where a replay's time went, for the log. */
+const parts = (timing: ReplayTiming): string =>
+  `to the listener ${fixed(timing.waitP50, 2)}, in the server ${fixed(timing.serverP50, 2)}, to the bench ${fixed(timing.deliverP50, 2)} ms; ${fixed(timing.slicesP50, 0)} fan-out slices meanwhile; server loop delay p99 ${fixed(timing.loopP99, 1)} ms, busy ${fixed(timing.busy * 100, 0)} %`;
+
+/** The CPU and Redis-command rows: every shape warmed up twice, then measured `runs` times. */
+async function cpuRows(servers: Record<'raw' | 'memory' | 'redis', ServerChild>, redisUrl: string, runs: number, deltas: number, log: (line: string) => void): Promise<PathRow[]> {
+  const rows: PathRow[] = [];
+  // Warm-up, nothing measured yet, so the three servers at once: every shape twice, at full length. V8 compiles
+  // a server's hot code over its first few thousand events (its compiler threads count in the process's CPU):
+  // after a warm-up of a few hundred events, the first row measured mostly that, falling run after run (4 × 1 on
+  // Redis: ~380, 245, 210, 130, 110, 95, 95 µs per event in consecutive runs; raw SSE ~150 to 55).
+  await Promise.all(
+    (['raw', 'memory', 'redis'] as const).map(async (mode) => {
+      for (let pass = 0; pass < 2; pass++) for (const { turns, followers } of SHAPES) await cpuPerEvent(servers[mode], mode, turns, followers, deltas);
+    }),
+  );
+  for (const { turns, followers } of SHAPES) {
+    const samples = { raw: [] as number[], memory: [] as number[], redis: [] as number[], redisCommands: [] as number[], rawCommands: [] as number[] };
+    for (let run = 0; run < runs; run++) {
+      samples.raw.push(await cpuPerEvent(servers.raw, 'raw', turns, followers, deltas));
+      samples.memory.push(await cpuPerEvent(servers.memory, 'memory', turns, followers, deltas));
+      const calls = await commandCalls(redisUrl);
+      samples.redis.push(await cpuPerEvent(servers.redis, 'redis', turns, followers, deltas));
+      const afterLifeline = await commandCalls(redisUrl);
+      await rawRedisLoop(redisUrl, turns, deltas);
+      const produced = turns * (deltas + 2);
+      samples.redisCommands.push((afterLifeline - calls) / produced);
+      samples.rawCommands.push(((await commandCalls(redisUrl)) - afterLifeline) / produced);
+    }
+    const row: PathRow = {
+      turns,
+      followers,
+      rawCpu: median(samples.raw),
+      memoryCpu: median(samples.memory),
+      redisCpu: median(samples.redis),
+      redisCommands: median(samples.redisCommands),
+      rawCommands: median(samples.rawCommands),
+    };
+    log(`  ${turns} × ${followers}: raw ${fixed(row.rawCpu)} µs, memory ${fixed(row.memoryCpu)} µs, redis ${fixed(row.redisCpu)} µs per event; ${fixed(row.redisCommands, 2)} vs raw ${fixed(row.rawCommands, 2)} commands per produced event`);
+    rows.push(row);
+  }
+  return rows;
+}
+
+export async function benchServerPath(options: {
+  log: (line: string) => void;
+  runs?: number;
+  deltas?: number;
+  replayFollowers?: number;
+  /** Only the replay part (no CPU rows, no raw server): `--only server-replay`. */
+  replayOnly?: boolean;
+}): Promise<ServerPathResult> {
+  const { log, replayOnly = false } = options;
   const runs = options.runs ?? 3;
   const deltas = options.deltas ?? 400;
   const replayFollowers = options.replayFollowers ?? 1000;
   const redis = await startRedisServer();
   const servers = {
-    raw: await startServerChild('raw'),
+    raw: replayOnly ? undefined : await startServerChild('raw'),
     memory: await startServerChild('memory'),
     redis: await startServerChild('redis', redis.url),
   };
+  const rows: PathRow[] = [];
   try {
-    // Warm-up, nothing measured yet, so the three servers at once: every shape twice, at full length. V8 compiles
-    // a server's hot code over its first few thousand events (its compiler threads count in the process's CPU):
-    // after a warm-up of a few hundred events, the first row measured mostly that, falling run after run (4 × 1 on
-    // Redis: ~380, 245, 210, 130, 110, 95, 95 µs per event in consecutive runs; raw SSE ~150 to 55).
-    await Promise.all(
-      (['raw', 'memory', 'redis'] as const).map(async (mode) => {
-        for (let pass = 0; pass < 2; pass++) for (const { turns, followers } of SHAPES) await cpuPerEvent(servers[mode], mode, turns, followers, deltas);
-      }),
-    );
-    const rows: PathRow[] = [];
-    for (const { turns, followers } of SHAPES) {
-      const samples = { raw: [] as number[], memory: [] as number[], redis: [] as number[], redisCommands: [] as number[], rawCommands: [] as number[] };
-      for (let run = 0; run < runs; run++) {
-        samples.raw.push(await cpuPerEvent(servers.raw, 'raw', turns, followers, deltas));
-        samples.memory.push(await cpuPerEvent(servers.memory, 'memory', turns, followers, deltas));
-        const calls = await commandCalls(redis.url);
-        samples.redis.push(await cpuPerEvent(servers.redis, 'redis', turns, followers, deltas));
-        const afterLifeline = await commandCalls(redis.url);
-        await rawRedisLoop(redis.url, turns, deltas);
-        const produced = turns * (deltas + 2);
-        samples.redisCommands.push((afterLifeline - calls) / produced);
-        samples.rawCommands.push(((await commandCalls(redis.url)) - afterLifeline) / produced);
-      }
-      const row: PathRow = {
-        turns,
-        followers,
-        rawCpu: median(samples.raw),
-        memoryCpu: median(samples.memory),
-        redisCpu: median(samples.redis),
-        redisCommands: median(samples.redisCommands),
-        rawCommands: median(samples.rawCommands),
-      };
-      log(`  ${turns} × ${followers}: raw ${fixed(row.rawCpu)} µs, memory ${fixed(row.memoryCpu)} µs, redis ${fixed(row.redisCpu)} µs per event; ${fixed(row.redisCommands, 2)} vs raw ${fixed(row.rawCommands, 2)} commands per produced event`);
-      rows.push(row);
-    }
+    if (!replayOnly) rows.push(...(await cpuRows({ memory: servers.memory, redis: servers.redis, raw: servers.raw as ServerChild }, redis.url, runs, deltas, log)));
     const replay: ReplayRow[] = [];
     for (const mode of ['memory', 'redis'] as const) {
       const row = { log: mode === 'memory' ? 'memory log' : 'Redis', ...(await replayUnderLoad(servers[mode], mode, deltas, replayFollowers)) };
       const { idle, catchUp, loaded } = row;
       log(
-        `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle; ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (in the server ${fixed(loaded.serverP50, 2)} ms, its loop delay p99 ${fixed(loaded.loopP99, 1)} ms); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
+        `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle (${parts(idle)}); ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (${parts(loaded)}; followers ${loaded.behind} → ${loaded.behindAfter ?? '?'} events behind); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
       );
       replay.push(row);
     }
     return { deltas, runs, rows, replay, replayFollowers, replayEvents: deltas + 2 };
   } finally {
-    for (const server of Object.values(servers)) await server.stop();
+    for (const server of Object.values(servers)) await server?.stop();
     await redis.stop();
   }
 }
@@ -248,8 +297,8 @@ const BEFORE = [
 
 const verdict = (ratio: number, target: number): string => (ratio <= target ? 'met' : '**not met**');
 
-export function serverPathReport(result: ServerPathResult): string {
-  const { rows, replay } = result;
+function cpuReport(result: ServerPathResult): string[] {
+  const { rows } = result;
   const lines = [
     `Each turn: ${result.deltas} deltas of 16 characters, two every 10 ms, plus turn.start and turn.end; the server in its own process (bench/lib/server-child.ts), its CPU from \`process.cpuUsage\` over the whole turn (submit, produce, log, fan-out, write); followers over HTTP in the benchmark's process. Median of ${result.runs} runs. Redis commands: INFO commandstats calls (commands inside scripts counted too) over the turn's whole life, all its followers included, per produced event; the raw loop is one XADD per event and one shared XREAD BLOCK per turn on the same Redis. Targets: ≤ 2× raw SSE CPU, ≤ 1.5× raw Redis commands, flat in followers.`,
     '',
@@ -268,17 +317,27 @@ export function serverPathReport(result: ServerPathResult): string {
   lines.push(
     '',
     `**Worst CPU ratio: memory log ${fixed(worstMemory, 2)}× (target ≤ 2: ${verdict(worstMemory, 2)}), Redis ${fixed(worstRedis, 2)}× (${verdict(worstRedis, 2)}); worst Redis commands ratio ${fixed(worstCommands, 2)}× (target ≤ 1.5: ${verdict(worstCommands, 1.5)}); commands per produced event from 1 to 50 followers: ${commands.map((value) => fixed(value, 2)).join(', ')}.**`,
+  );
+  return lines;
+}
+
+/** The replay table (see {@link replayUnderLoad}). */
+function replayReport(result: ServerPathResult): string[] {
+  const { replay } = result;
+  return [
+    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle). *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. Where the time went (p50 of each part, clocks of both processes on one machine): *to the listener* from the bench sending the request to the server's listener call (the client's own send, then the request waiting for the server's event loop); *in the server* from there to the answer's last byte handed to the socket; *to the bench* from there to the answer read in the bench's process; *slices*: the fan-out's slices (setImmediate calls) that ran while a replay was in the server; loop p99 and busy: the server's event-loop delay and utilisation while the replays ran. The followers stayed within the catch-up bound while the replays ran (checked again after them).`,
     '',
-    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle). *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. In the server: from the replay request's listener call to its answer's last byte handed to the socket (p50); loop p99: the server's event-loop delay while the replays ran.`,
-    '',
-    '| log | idle p50 ms | under load p50 ms | in the server ms, idle → under load | server loop p99 ms under load | ratio | during catch-up p50 ms (followers behind) | ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| log | idle p50 ms | under load p50 ms | ratio | to the listener ms, idle → under load | in the server ms | to the bench ms | slices in the server, under load | server loop p99 ms / busy, under load | during catch-up p50 ms (followers behind) | ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...replay.map(({ log, idle, loaded, catchUp }) => {
       const ratio = loaded.p50 / idle.p50;
-      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(idle.serverP50, 2)} → ${fixed(loaded.serverP50, 2)} | ${fixed(loaded.loopP99, 1)} | ${fixed(ratio, 2)}× (${verdict(ratio, 2)}) | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
+      const change = (of: (timing: ReplayTiming) => number): string => `${fixed(of(idle), 2)} → ${fixed(of(loaded), 2)}`;
+      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(ratio, 2)}× (${verdict(ratio, 2)}) | ${change((timing) => timing.waitP50)} | ${change((timing) => timing.serverP50)} | ${change((timing) => timing.deliverP50)} | ${fixed(loaded.slicesP50, 0)} | ${fixed(loaded.loopP99, 1)} / ${fixed(loaded.busy * 100, 0)} % | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
     }),
-    '',
-    BEFORE,
-  );
-  return lines.join('\n');
+  ];
+}
+
+export function serverPathReport(result: ServerPathResult): string {
+  const cpu = result.rows.length > 0 ? [...cpuReport(result), ''] : [];
+  return [...cpu, ...replayReport(result), '', BEFORE].join('\n');
 }

@@ -12,13 +12,27 @@ import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
 import { lastSeqIn } from './last-seq.js';
 
+/**
+ * One full replay as the server child saw it, absolute ms (`performance.timeOrigin` + `now()`, comparable across
+ * processes): `sent` is the bench's `x-bench-sent` header, `start` the listener's call, `finish` the answer's last
+ * byte handed to the socket; `slices` the fan-out slices (setImmediate calls) that ran from start to finish.
+ */
+export interface ReplaySeen {
+  sent: number;
+  start: number;
+  finish: number;
+  slices: number;
+}
+
 /** What the server child saw since the last look (see bench/lib/server-child.ts). */
 export interface ChildStats {
   /** Event-loop delay quantiles, ms (monitorEventLoopDelay, 1 ms resolution). */
   loopP50: number;
   loopP99: number;
-  /** Each full replay's time inside the server, from its request's listener call to its answer's last byte handed to the socket, ms. */
-  replayMs: number[];
+  /** Event-loop utilisation (`performance.eventLoopUtilization`), 0 to 1. */
+  busy: number;
+  /** Each full replay since the last look, in order. */
+  replays: ReplaySeen[];
 }
 
 export interface ServerChild {
