@@ -20,9 +20,10 @@ const WINDOW_BYTES = 1024 * 1024;
  * replay, a submission) waiting until the last socket was written. Each wake is one
  * socket write at least (a syscall, whatever its size), so the slice is counted in
  * followers: at 1 000 followers of one turn on two busy cores, slices of 64 kept a
- * replay waiting 4.2 ms p50 to reach its handler and, on Redis, 5.6 ms inside it (a
- * slice between its command and the answer); slices of 16: 1.5 and 2.5 ms
- * (bench/server-path.ts). One more loop turn per 16 writes costs little beside them.
+ * replay waiting 2.2-6.3 ms p50 to reach its handler and, on Redis, 5.5-8.1 ms inside it
+ * (a slice always runs between its command and the answer); slices of 16: 0.5-1.8 and
+ * 1.3-3.3 ms (bench/server-path.ts). One more loop turn per 16 writes costs little
+ * beside them.
  */
 const WAKE_SLICE = 16;
 /**
