@@ -104,7 +104,7 @@ const SECTIONS: Section[] = [
   },
   {
     id: 'server-replay',
-    title: "The server's fast path: only the replay under 1 000 followers (bench/server-path.ts)",
+    title: "The server's fast path: only the replay under 1 000 followers (bench/server-replay.ts)",
     run: async (_server, log) => serverPathReport(await benchServerPath({ log, replayOnly: true })),
   },
   {

@@ -104,10 +104,13 @@ function raw(): (req: IncomingMessage, res: ServerResponse) => void {
 
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
-/** Absolute ms (`performance.timeOrigin` + `now()`), comparable with the bench process's clock. */
-const wallNow = (): number => performance.timeOrigin + performance.now();
+/**
+ * ms on CLOCK_MONOTONIC (process.hrtime), one clock for every process on the machine, so the bench's and this
+ * process's readings compare; each process's performance.timeOrigin is its own estimate (off by up to ~1 ms).
+ */
+const sharedNow = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-/** One full replay as the server saw it, absolute ms; `slices` counts setImmediate calls between start and finish. */
+/** One full replay as the server saw it, ms on the shared monotonic clock; `slices` counts setImmediate calls between start and finish. */
 interface ReplaySeen {
   sent: number;
   start: number;
@@ -148,10 +151,10 @@ function stats(res: ServerResponse): void {
  * byte handed to the socket.
  */
 function timeReplay(req: IncomingMessage, res: ServerResponse): void {
-  const start = wallNow();
+  const start = sharedNow();
   const before = immediates;
   const sent = Number(req.headers['x-bench-sent'] ?? Number.NaN);
-  res.once('finish', () => replays.push({ sent, start, finish: wallNow(), slices: immediates - before }));
+  res.once('finish', () => replays.push({ sent, start, finish: sharedNow(), slices: immediates - before }));
 }
 
 const listener = mode === 'raw' ? raw() : lifeline();
