@@ -2,7 +2,7 @@
  * `npm run bench`: every benchmark in one run, each figure next to the baseline it was
  * measured against in that same run. Prints as it goes and writes docs/benchmarks.md.
  *
- * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale,server`, `--runs N`
+ * Options: `--only throughput,resume,stall,stall-defaults,hydration,memory,readers,size,scale,server,server-replay`, `--runs N`
  * (runs per throughput contender, default 7: the contenders swing ±20 % run to run, so one run's median and paired ratio need that many rounds), `--no-build` (use dist/ as it is),
  * `--scale-instances N` and `--scale-turns M` (the scale run's N server instances × M live
  * turns, default 3 × 60).
@@ -101,6 +101,11 @@ const SECTIONS: Section[] = [
     id: 'server',
     title: "The server's fast path against raw SSE and raw Redis (bench/server-path.ts)",
     run: async (_server, log) => serverPathReport(await benchServerPath({ log })),
+  },
+  {
+    id: 'server-replay',
+    title: "The server's fast path: only the replay under 1 000 followers (bench/server-replay.ts)",
+    run: async (_server, log) => serverPathReport(await benchServerPath({ log, replayOnly: true })),
   },
   {
     id: 'operator',

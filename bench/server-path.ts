@@ -11,13 +11,16 @@
  * with the followers in this process, timed the moment they answered ("during
  * catch-up").
  *
- * `npm run bench -- --only server --no-build` runs it alone; with `BENCH_CPU_PROF=<dir>`
- * the server children write CPU profiles there.
+ * `npm run bench -- --only server --no-build` runs it alone, `--only server-replay` only
+ * the replay part (bench/server-replay.ts); with `BENCH_CPU_PROF=<dir>` the server
+ * children write CPU profiles there.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import { startRedisServer } from '../test/fixtures/redis.js';
-import { commandCalls, followToEnd, holdFollowers, holdFollowersElsewhere, rawRedisLoop, startServerChild, type HeldFollowers, type ServerChild } from './lib/server-clients.js';
-import { fixed, median, quantile } from './lib/stats.js';
+import { commandCalls, followToEnd, rawRedisLoop, startServerChild, startTurn, type ServerChild } from './lib/server-clients.js';
+import { fixed, median } from './lib/stats.js';
+import { replayParts, replayReport, replayUnderLoad, type ReplayRow } from './server-replay.js';
+
+export type { ReplayRow, ReplayTiming } from './server-replay.js';
 
 export interface PathRow {
   turns: number;
@@ -29,24 +32,6 @@ export interface PathRow {
   /** Redis commands per produced event. */
   redisCommands: number;
   rawCommands: number;
-}
-
-/** Full replays timed in one condition: p50 as this process saw it and inside the server, and the server's event-loop delay meanwhile. */
-export interface ReplayTiming {
-  p50: number;
-  serverP50: number;
-  loopP99: number;
-  /** Events the furthest-behind follower was short of the live turn's head when the timing started. */
-  behind: number;
-}
-
-export interface ReplayRow {
-  log: string;
-  idle: ReplayTiming;
-  /** Followers in this process, timed the moment the last one answered (the method before). */
-  catchUp: ReplayTiming;
-  /** Followers in their own process, every one caught up to the live turn's head. */
-  loaded: ReplayTiming;
 }
 
 export interface ServerPathResult {
@@ -64,30 +49,12 @@ const SHAPES = [
   { turns: 1, followers: 50 },
 ];
 
-/** Submits a turn of `deltas` deltas; the URL its followers open. */
-async function startTurn(server: ServerChild, mode: 'memory' | 'redis' | 'raw', deltas: number, n: number): Promise<{ follow: string; replay: string }> {
-  if (mode === 'raw') {
-    const { turnId } = (await (await fetch(`${server.origin}/turns?deltas=${deltas}`, { method: 'POST' })).json()) as { turnId: string };
-    return { follow: `${server.origin}/turns/${turnId}/events`, replay: '' };
-  }
-  const response = await fetch(`${server.origin}/api/conversations/bench-${n % 7}/messages`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': `bench-path-${process.pid}-${Date.now()}-${n}` },
-    body: JSON.stringify({ content: String(deltas) }),
-  });
-  if (response.status !== 202) throw new Error(`submit answered ${response.status}: ${await response.text()}`);
-  const { turnId } = (await response.json()) as { turnId: string };
-  return { follow: `${server.origin}/api/turns/${turnId}/events`, replay: `${server.origin}/api/turns/${turnId}?after=0&limit=10000` };
-}
-
-let turnCount = 0;
-
 /** `turns` turns with `followers` each, followed to their end: server CPU µs per delivered event. */
 async function cpuPerEvent(server: ServerChild, mode: 'memory' | 'redis' | 'raw', turns: number, followers: number, deltas: number): Promise<number> {
   const before = await server.cpu();
   const counts = await Promise.all(
     Array.from({ length: turns }, async () => {
-      const { follow } = await startTurn(server, mode, deltas, turnCount++);
+      const { follow } = await startTurn(server, mode, deltas);
       const ends = await Promise.all(Array.from({ length: followers }, () => followToEnd(follow)));
       for (const end of ends) if (end.last !== 'turn.end' || end.events !== deltas + 2) throw new Error(`${mode}: a follower got ${end.events} events, last ${end.last}`);
       return ends.length * (deltas + 2);
@@ -97,134 +64,79 @@ async function cpuPerEvent(server: ServerChild, mode: 'memory' | 'redis' | 'raw'
   return ((await server.cpu()) - before) / delivered;
 }
 
-async function replayTimes(url: string, times: number): Promise<number[]> {
-  const ms: number[] = [];
-  for (let i = 0; i < times; i++) {
-    const start = performance.now();
-    const response = await fetch(url);
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`replay answered ${response.status}`);
-    ms.push(performance.now() - start);
+/** The CPU and Redis-command rows: every shape warmed up twice, then measured `runs` times. */
+async function cpuRows(servers: Record<'raw' | 'memory' | 'redis', ServerChild>, redisUrl: string, runs: number, deltas: number, log: (line: string) => void): Promise<PathRow[]> {
+  const rows: PathRow[] = [];
+  // Warm-up, nothing measured yet, so the three servers at once: every shape twice, at full length. V8 compiles
+  // a server's hot code over its first few thousand events (its compiler threads count in the process's CPU):
+  // after a warm-up of a few hundred events, the first row measured mostly that, falling run after run (4 × 1 on
+  // Redis: ~380, 245, 210, 130, 110, 95, 95 µs per event in consecutive runs; raw SSE ~150 to 55).
+  await Promise.all(
+    (['raw', 'memory', 'redis'] as const).map(async (mode) => {
+      for (let pass = 0; pass < 2; pass++) for (const { turns, followers } of SHAPES) await cpuPerEvent(servers[mode], mode, turns, followers, deltas);
+    }),
+  );
+  for (const { turns, followers } of SHAPES) {
+    const samples = { raw: [] as number[], memory: [] as number[], redis: [] as number[], redisCommands: [] as number[], rawCommands: [] as number[] };
+    for (let run = 0; run < runs; run++) {
+      samples.raw.push(await cpuPerEvent(servers.raw, 'raw', turns, followers, deltas));
+      samples.memory.push(await cpuPerEvent(servers.memory, 'memory', turns, followers, deltas));
+      const calls = await commandCalls(redisUrl);
+      samples.redis.push(await cpuPerEvent(servers.redis, 'redis', turns, followers, deltas));
+      const afterLifeline = await commandCalls(redisUrl);
+      await rawRedisLoop(redisUrl, turns, deltas);
+      const produced = turns * (deltas + 2);
+      samples.redisCommands.push((afterLifeline - calls) / produced);
+      samples.rawCommands.push(((await commandCalls(redisUrl)) - afterLifeline) / produced);
+    }
+    const row: PathRow = {
+      turns,
+      followers,
+      rawCpu: median(samples.raw),
+      memoryCpu: median(samples.memory),
+      redisCpu: median(samples.redis),
+      redisCommands: median(samples.redisCommands),
+      rawCommands: median(samples.rawCommands),
+    };
+    log(`  ${turns} × ${followers}: raw ${fixed(row.rawCpu)} µs, memory ${fixed(row.memoryCpu)} µs, redis ${fixed(row.redisCpu)} µs per event; ${fixed(row.redisCommands, 2)} vs raw ${fixed(row.rawCommands, 2)} commands per produced event`);
+    rows.push(row);
   }
-  return ms;
+  return rows;
 }
 
-/** Times `times` full replays of `url`, with what the server saw meanwhile. */
-async function timeReplays(server: ServerChild, url: string, times: number, behind: number): Promise<ReplayTiming> {
-  await server.stats();
-  const ms = await replayTimes(url, times);
-  const seen = await server.stats();
-  return { p50: quantile(ms, 0.5), serverP50: quantile(seen.replayMs, 0.5), loopP99: seen.loopP99, behind };
-}
-
-/** The live turn's last logged seq (one event replayed, for its turn record). */
-async function headOf(replayUrl: string): Promise<number> {
-  const response = await fetch(replayUrl.replace('limit=10000', 'limit=1'));
-  return ((await response.json()) as { turn: { lastSeq: number } }).turn.lastSeq;
-}
-
-/** A follower this many events behind the head (100 ms of the agent's pace) has caught up. */
-const CAUGHT_UP_EVENTS = 20;
-
-/** Resolves once every held follower is within CAUGHT_UP_EVENTS of the live turn's head; the events the last look found. */
-async function caughtUp(held: HeldFollowers, liveReplay: string): Promise<number> {
-  for (;;) {
-    const behind = await held.behind(await headOf(liveReplay));
-    if (behind <= CAUGHT_UP_EVENTS) return behind;
-    await delay(100);
-  }
-}
-
-/**
- * Full replay p50 of a finished turn: on the idle server; then while `followers` follow a
- * live turn, timed the moment the last follower answered with the followers in this
- * process (the method before; the bench's own loop reading 1 000 streams delays the
- * answers it times); then with the followers in their own process, every one caught up.
- */
-async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', deltas: number, followers: number): Promise<Omit<ReplayRow, 'log'>> {
-  const finished = await startTurn(server, mode, deltas, turnCount++);
-  await followToEnd(finished.follow);
-  await replayTimes(finished.replay, 10);
-  const idle = await timeReplays(server, finished.replay, 40, 0);
-  // Long enough to outlast each measurement: 30 s of events at the agent's pace.
-  const first = await startTurn(server, mode, 6000, turnCount++);
-  const near = await holdFollowers(first.follow, followers);
-  let catchUp: ReplayTiming;
-  try {
-    const behind = await near.behind(await headOf(first.replay));
-    catchUp = await timeReplays(server, finished.replay, 40, behind);
-  } finally {
-    await near.close();
-  }
-  const second = await startTurn(server, mode, 6000, turnCount++);
-  const apart = await holdFollowersElsewhere(second.follow, followers);
-  try {
-    const behind = await caughtUp(apart, second.replay);
-    return { idle, catchUp, loaded: await timeReplays(server, finished.replay, 40, behind) };
-  } finally {
-    await apart.close();
-  }
-}
-
-export async function benchServerPath(options: { log: (line: string) => void; runs?: number; deltas?: number; replayFollowers?: number }): Promise<ServerPathResult> {
-  const { log } = options;
+export async function benchServerPath(options: {
+  log: (line: string) => void;
+  runs?: number;
+  deltas?: number;
+  replayFollowers?: number;
+  /** Only the replay part (no CPU rows, no raw server): `--only server-replay`. */
+  replayOnly?: boolean;
+}): Promise<ServerPathResult> {
+  const { log, replayOnly = false } = options;
   const runs = options.runs ?? 3;
   const deltas = options.deltas ?? 400;
   const replayFollowers = options.replayFollowers ?? 1000;
   const redis = await startRedisServer();
   const servers = {
-    raw: await startServerChild('raw'),
+    raw: replayOnly ? undefined : await startServerChild('raw'),
     memory: await startServerChild('memory'),
     redis: await startServerChild('redis', redis.url),
   };
+  const rows: PathRow[] = [];
   try {
-    // Warm-up, nothing measured yet, so the three servers at once: every shape twice, at full length. V8 compiles
-    // a server's hot code over its first few thousand events (its compiler threads count in the process's CPU):
-    // after a warm-up of a few hundred events, the first row measured mostly that, falling run after run (4 × 1 on
-    // Redis: ~380, 245, 210, 130, 110, 95, 95 µs per event in consecutive runs; raw SSE ~150 to 55).
-    await Promise.all(
-      (['raw', 'memory', 'redis'] as const).map(async (mode) => {
-        for (let pass = 0; pass < 2; pass++) for (const { turns, followers } of SHAPES) await cpuPerEvent(servers[mode], mode, turns, followers, deltas);
-      }),
-    );
-    const rows: PathRow[] = [];
-    for (const { turns, followers } of SHAPES) {
-      const samples = { raw: [] as number[], memory: [] as number[], redis: [] as number[], redisCommands: [] as number[], rawCommands: [] as number[] };
-      for (let run = 0; run < runs; run++) {
-        samples.raw.push(await cpuPerEvent(servers.raw, 'raw', turns, followers, deltas));
-        samples.memory.push(await cpuPerEvent(servers.memory, 'memory', turns, followers, deltas));
-        const calls = await commandCalls(redis.url);
-        samples.redis.push(await cpuPerEvent(servers.redis, 'redis', turns, followers, deltas));
-        const afterLifeline = await commandCalls(redis.url);
-        await rawRedisLoop(redis.url, turns, deltas);
-        const produced = turns * (deltas + 2);
-        samples.redisCommands.push((afterLifeline - calls) / produced);
-        samples.rawCommands.push(((await commandCalls(redis.url)) - afterLifeline) / produced);
-      }
-      const row: PathRow = {
-        turns,
-        followers,
-        rawCpu: median(samples.raw),
-        memoryCpu: median(samples.memory),
-        redisCpu: median(samples.redis),
-        redisCommands: median(samples.redisCommands),
-        rawCommands: median(samples.rawCommands),
-      };
-      log(`  ${turns} × ${followers}: raw ${fixed(row.rawCpu)} µs, memory ${fixed(row.memoryCpu)} µs, redis ${fixed(row.redisCpu)} µs per event; ${fixed(row.redisCommands, 2)} vs raw ${fixed(row.rawCommands, 2)} commands per produced event`);
-      rows.push(row);
-    }
+    if (!replayOnly) rows.push(...(await cpuRows({ memory: servers.memory, redis: servers.redis, raw: servers.raw as ServerChild }, redis.url, runs, deltas, log)));
     const replay: ReplayRow[] = [];
     for (const mode of ['memory', 'redis'] as const) {
       const row = { log: mode === 'memory' ? 'memory log' : 'Redis', ...(await replayUnderLoad(servers[mode], mode, deltas, replayFollowers)) };
       const { idle, catchUp, loaded } = row;
       log(
-        `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle; ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (in the server ${fixed(loaded.serverP50, 2)} ms, its loop delay p99 ${fixed(loaded.loopP99, 1)} ms); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
+        `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle (${replayParts(idle)}); ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (${replayParts(loaded)}; followers ${loaded.behind} → ${loaded.behindAfter ?? '?'} events behind); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
       );
       replay.push(row);
     }
     return { deltas, runs, rows, replay, replayFollowers, replayEvents: deltas + 2 };
   } finally {
-    for (const server of Object.values(servers)) await server.stop();
+    for (const server of Object.values(servers)) await server?.stop();
     await redis.stop();
   }
 }
@@ -248,8 +160,8 @@ const BEFORE = [
 
 const verdict = (ratio: number, target: number): string => (ratio <= target ? 'met' : '**not met**');
 
-export function serverPathReport(result: ServerPathResult): string {
-  const { rows, replay } = result;
+function cpuReport(result: ServerPathResult): string[] {
+  const { rows } = result;
   const lines = [
     `Each turn: ${result.deltas} deltas of 16 characters, two every 10 ms, plus turn.start and turn.end; the server in its own process (bench/lib/server-child.ts), its CPU from \`process.cpuUsage\` over the whole turn (submit, produce, log, fan-out, write); followers over HTTP in the benchmark's process. Median of ${result.runs} runs. Redis commands: INFO commandstats calls (commands inside scripts counted too) over the turn's whole life, all its followers included, per produced event; the raw loop is one XADD per event and one shared XREAD BLOCK per turn on the same Redis. Targets: ≤ 2× raw SSE CPU, ≤ 1.5× raw Redis commands, flat in followers.`,
     '',
@@ -268,17 +180,11 @@ export function serverPathReport(result: ServerPathResult): string {
   lines.push(
     '',
     `**Worst CPU ratio: memory log ${fixed(worstMemory, 2)}× (target ≤ 2: ${verdict(worstMemory, 2)}), Redis ${fixed(worstRedis, 2)}× (${verdict(worstRedis, 2)}); worst Redis commands ratio ${fixed(worstCommands, 2)}× (target ≤ 1.5: ${verdict(worstCommands, 1.5)}); commands per produced event from 1 to 50 followers: ${commands.map((value) => fixed(value, 2)).join(', ')}.**`,
-    '',
-    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle). *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. In the server: from the replay request's listener call to its answer's last byte handed to the socket (p50); loop p99: the server's event-loop delay while the replays ran.`,
-    '',
-    '| log | idle p50 ms | under load p50 ms | in the server ms, idle → under load | server loop p99 ms under load | ratio | during catch-up p50 ms (followers behind) | ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...replay.map(({ log, idle, loaded, catchUp }) => {
-      const ratio = loaded.p50 / idle.p50;
-      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(idle.serverP50, 2)} → ${fixed(loaded.serverP50, 2)} | ${fixed(loaded.loopP99, 1)} | ${fixed(ratio, 2)}× (${verdict(ratio, 2)}) | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
-    }),
-    '',
-    BEFORE,
   );
-  return lines.join('\n');
+  return lines;
+}
+
+export function serverPathReport(result: ServerPathResult): string {
+  const cpu = result.rows.length > 0 ? [...cpuReport(result), ''] : [];
+  return [...cpu, ...replayReport(result), '', BEFORE].join('\n');
 }

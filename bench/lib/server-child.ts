@@ -6,12 +6,13 @@
  * to every follower. Both produce at the same pace: two 16-character deltas every
  * `TICK_MS` (default 10), as many as the submitted content says. Prints `{"port":N}`
  * once it listens. `GET /cpu` answers its CPU so far, `GET /stats` its event-loop delay
- * and the time each full replay (`?after=0&limit=10000`) spent inside it since the last
- * look. Used by bench/server-path.ts.
+ * and, for each full replay (`?after=0&limit=10000`) since the last look, when it was
+ * sent, reached the listener and was handed to the socket, and how many fan-out slices ran
+ * meanwhile. Used by bench/server-path.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createLifelineHandler } from '../../src/server/http/handler.js';
 import { createMemoryTurnLog } from '../../src/server/log/memory/index.js';
@@ -103,28 +104,64 @@ function raw(): (req: IncomingMessage, res: ServerResponse) => void {
 
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
-let replayMs: number[] = [];
+/**
+ * ms on CLOCK_MONOTONIC (process.hrtime), one clock for every process on the machine, so the bench's and this
+ * process's readings compare; each process's performance.timeOrigin is its own estimate (off by up to ~1 ms).
+ */
+const sharedNow = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** One full replay as the server saw it, ms on the shared monotonic clock; `slices` counts setImmediate calls between start and finish. */
+interface ReplaySeen {
+  sent: number;
+  start: number;
+  finish: number;
+  slices: number;
+}
+
+let replays: ReplaySeen[] = [];
 const FULL_REPLAY = /^\/api\/turns\/[^/?]+\?after=0&limit=10000$/;
 
-/** What `GET /stats` answers: the event loop's delay and the full replays' times inside this process since the last look. */
+// The fan-out yields with setImmediate between its slices of followers (src/server/http/turn-feed.ts) and looks
+// the global up at each call: counting calls here says how many slices (or other immediates) ran while a replay
+// was in the server.
+let immediates = 0;
+const realSetImmediate = globalThis.setImmediate;
+globalThis.setImmediate = Object.assign(
+  <T extends unknown[]>(callback: (...args: T) => void, ...args: T): NodeJS.Immediate => {
+    immediates++;
+    return realSetImmediate(callback, ...args);
+  },
+  { __promisify__: realSetImmediate.__promisify__ },
+);
+
+let utilization = performance.eventLoopUtilization();
+
+/** What `GET /stats` answers: the event loop's delay and utilisation, and the full replays seen, since the last look. */
 function stats(res: ServerResponse): void {
-  const body = { loopP50: loopDelay.percentile(50) / 1e6, loopP99: loopDelay.percentile(99) / 1e6, replayMs };
+  const busy = performance.eventLoopUtilization(utilization).utilization;
+  const body = { loopP50: loopDelay.percentile(50) / 1e6, loopP99: loopDelay.percentile(99) / 1e6, busy, replays };
+  utilization = performance.eventLoopUtilization();
   loopDelay.reset();
-  replayMs = [];
+  replays = [];
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-/** A full replay's time here: from its listener call to its answer's last byte handed to the socket. */
-function timeReplay(res: ServerResponse): void {
-  const start = performance.now();
-  res.once('finish', () => replayMs.push(performance.now() - start));
+/**
+ * A full replay's times here: sent (the bench's `x-bench-sent` header), the listener's call, and its answer's last
+ * byte handed to the socket.
+ */
+function timeReplay(req: IncomingMessage, res: ServerResponse): void {
+  const start = sharedNow();
+  const before = immediates;
+  const sent = Number(req.headers['x-bench-sent'] ?? Number.NaN);
+  res.once('finish', () => replays.push({ sent, start, finish: sharedNow(), slices: immediates - before }));
 }
 
 const listener = mode === 'raw' ? raw() : lifeline();
 const server = createServer((req, res) => {
   if (req.url === '/cpu') return cpu(res);
   if (req.url === '/stats') return stats(res);
-  if (FULL_REPLAY.test(req.url ?? '')) timeReplay(res);
+  if (FULL_REPLAY.test(req.url ?? '')) timeReplay(req, res);
   listener(req, res);
 });
 // Exits through process.exit, so a `--cpu-prof` profile is written (bench/lib/server-clients.ts stops it so).

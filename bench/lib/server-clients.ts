@@ -12,13 +12,27 @@ import { createParser } from 'eventsource-parser';
 import { Redis } from 'ioredis';
 import { lastSeqIn } from './last-seq.js';
 
+/**
+ * One full replay as the server child saw it, ms on CLOCK_MONOTONIC (`process.hrtime`, comparable across
+ * processes): `sent` is the bench's `x-bench-sent` header, `start` the listener's call, `finish` the answer's last
+ * byte handed to the socket; `slices` the fan-out slices (setImmediate calls) that ran from start to finish.
+ */
+export interface ReplaySeen {
+  sent: number;
+  start: number;
+  finish: number;
+  slices: number;
+}
+
 /** What the server child saw since the last look (see bench/lib/server-child.ts). */
 export interface ChildStats {
   /** Event-loop delay quantiles, ms (monitorEventLoopDelay, 1 ms resolution). */
   loopP50: number;
   loopP99: number;
-  /** Each full replay's time inside the server, from its request's listener call to its answer's last byte handed to the socket, ms. */
-  replayMs: number[];
+  /** Event-loop utilisation (`performance.eventLoopUtilization`), 0 to 1. */
+  busy: number;
+  /** Each full replay since the last look, in order. */
+  replays: ReplaySeen[];
 }
 
 export interface ServerChild {
@@ -65,6 +79,25 @@ export async function startServerChild(mode: 'memory' | 'redis' | 'raw', redisUr
       await exited;
     },
   };
+}
+
+let submitted = 0;
+
+/** Submits a turn of `deltas` deltas to `server`; the URL its followers open and its full replay's. */
+export async function startTurn(server: ServerChild, mode: 'memory' | 'redis' | 'raw', deltas: number): Promise<{ follow: string; replay: string }> {
+  const n = submitted++;
+  if (mode === 'raw') {
+    const { turnId } = (await (await fetch(`${server.origin}/turns?deltas=${deltas}`, { method: 'POST' })).json()) as { turnId: string };
+    return { follow: `${server.origin}/turns/${turnId}/events`, replay: '' };
+  }
+  const response = await fetch(`${server.origin}/api/conversations/bench-${n % 7}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `bench-path-${process.pid}-${Date.now()}-${n}` },
+    body: JSON.stringify({ content: String(deltas) }),
+  });
+  if (response.status !== 202) throw new Error(`submit answered ${response.status}: ${await response.text()}`);
+  const { turnId } = (await response.json()) as { turnId: string };
+  return { follow: `${server.origin}/api/turns/${turnId}/events`, replay: `${server.origin}/api/turns/${turnId}?after=0&limit=10000` };
 }
 
 /** GET `url` as an event stream over its own socket; resolves with the response once headers came. */

@@ -77,6 +77,8 @@ class FeedFollower implements FeedReader, FollowWriter {
   #prefix: Uint8Array | undefined;
   #beat: number;
   #sink: FollowSink | undefined;
+  /** Bytes handed to the sink so far: a wake answers what it wrote (the feed bounds its slices by it). */
+  #sent = 0;
   readonly #options: FollowOptions;
   readonly #feed: TurnFeed;
   /** The request went away: the stream ends (a sink already given is closed), and the follower leaves its feed. */
@@ -113,8 +115,10 @@ class FeedFollower implements FeedReader, FollowWriter {
     if (this.#phase === 'full' || this.#phase === 'waiting') this.#write();
   }
 
-  wake(): void {
+  wake(): number {
+    const before = this.#sent;
     if (this.#phase === 'waiting') this.#write();
+    return this.#sent - before;
   }
 
   cancel(): void {
@@ -181,9 +185,15 @@ class FeedFollower implements FeedReader, FollowWriter {
   #send(chunks: readonly Uint8Array[]): boolean {
     const sink = this.#sink as FollowSink;
     let room = true;
-    if (this.#prefix !== undefined) room = sink.write(this.#prefix);
+    if (this.#prefix !== undefined) {
+      room = sink.write(this.#prefix);
+      this.#sent += this.#prefix.byteLength;
+    }
     this.#prefix = undefined;
-    for (const chunk of chunks) room = sink.write(chunk);
+    for (const chunk of chunks) {
+      room = sink.write(chunk);
+      this.#sent += chunk.byteLength;
+    }
     return room;
   }
 

@@ -118,6 +118,20 @@ describe('follow fan-out', () => {
     expect(new Set(bodies).size).toBe(1);
   });
 
+  it('wakes every follower when fewer of them than a slice write more than its bytes', async () => {
+    const { agent, served } = await setup();
+    const turnId = await submit(served);
+    const control = await agent.nextTurn();
+    const url = `${served.url}/turns/${turnId}/events`;
+    // 12 followers, fewer than a slice's count, each writing ~100 KB per event: the slice ends on bytes first.
+    const overHttp = await Promise.all(Array.from({ length: 12 }, () => followOverHttp(url)));
+    for (let i = 0; i < 4; i++) await control.delta(`${i}`.repeat(100_000));
+    await control.end();
+    const bodies = await Promise.all(overHttp.map((answer) => answer.body));
+    for (const body of bodies) expect(frameIds(body)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(new Set(bodies).size).toBe(1);
+  });
+
   it('ends a follow body at once when its request was aborted before anyone read it', async () => {
     const { agent, handler, served } = await setup();
     const turnId = await submit(served);
