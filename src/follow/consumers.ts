@@ -93,7 +93,8 @@ export function createConsumers(shared: Shared, stop: () => void, reopen: () => 
       }
     },
     deliver(event) {
-      for (const queue of queues.keys()) queue(event);
+      // Most turns have no iterator: no Map iterator per event then.
+      if (queues.size) for (const queue of queues.keys()) queue(event);
     },
     endIterators() {
       for (const queue of queues.keys()) queue();

@@ -8,10 +8,11 @@
 import { isEnded } from '../core/domain.js';
 import { placeEvent, type Placement, type Source } from '../core/event-placement.js';
 import type { FollowInput } from '../core/follow-types.js';
-import { applyEvent, foldedTurnState, skipEvent, turnText, type TurnState } from '../core/turn-reducer.js';
+import { applyEvent, applyNext, classifyEvent, foldedTurnState, skipEvent, turnText, type TurnState } from '../core/turn-reducer.js';
 import { turnEntries } from '../core/turn-read.js';
 import { errorFromJson, type LifelineError } from '../errors.js';
 import { isTurnEvent, type DecodeResult } from '../protocol/decode.js';
+import type { DeltaEvent } from '../protocol/schemas.js';
 import type { FoldedTurn } from '../storage/persistence.js';
 import type { LoadedTurn } from '../storage/store.js';
 import type { Diagnostic, LimitOptions } from '../types.js';
@@ -72,6 +73,19 @@ export class TurnIntake {
   firstOfAttempt(): boolean {
     if (this.#progressed) return false;
     this.#progressed = true;
+    return true;
+  }
+
+  /**
+   * The stream's shortcut for a text delta (nearly every event): applied when next in line,
+   * as {@link take} would, without the {@link Placement} (an object fewer per event). False
+   * for anything else, left untouched for {@link take}, which says why.
+   */
+  takeNext(event: DeltaEvent): boolean {
+    const { turn } = this;
+    if (classifyEvent(turn, event, this.limits) !== 'next') return false;
+    this.turn = applyNext(turn, event);
+    this.#count++;
     return true;
   }
 

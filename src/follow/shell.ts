@@ -15,8 +15,8 @@ import { crashedState } from '../core/follow-state.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { initialTurnState } from '../core/turn-reducer.js';
 import { LifelineError, ProtocolError } from '../errors.js';
-import { decodeEvent, type DecodeResult } from '../protocol/decode.js';
-import type { TurnEvent } from '../protocol/schemas.js';
+import { decodeData, decodeEvent, type DecodeResult } from '../protocol/decode.js';
+import type { LoggedEvent, TurnEvent } from '../protocol/schemas.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
 import { TurnIntake } from './intake.js';
@@ -165,7 +165,11 @@ export class FollowShell {
     if (data === undefined) return this.#share?.relay();
     // #guarded inlined: no closure per event on the hot path.
     try {
-      return this.#take(decodeEvent(data, this.deps.limits, this.id), 'stream', data);
+      const decoded = decodeData(data, this.deps.limits, this.id);
+      if ('kind' in decoded) return this.#take(decoded, 'stream', data);
+      // A plain delta next in line skips the wrappers (decode result, placement); any other goes the general way.
+      if (this.intake.takeNext(decoded)) return this.#applied(decoded, decoded, false, 'stream', data);
+      return this.#take({ kind: 'event', event: decoded }, 'stream', data);
     } catch (bug) {
       this.#crash(bug);
     }
@@ -195,17 +199,22 @@ export class FollowShell {
     const placed = this.intake.take(decoded, from, this.state.mode.via === 'replay');
     switch (placed.kind) {
       case 'apply':
-        this.deps.persistence.append(this.id, placed.event);
-        if (placed.shown) this.outlet.deliver(placed.shown);
-        if (from !== 'relay') this.#share?.relay(raw ?? placed.event);
-        if (this.intake.firstOfAttempt()) this.send({ kind: 'progress', from, seq: placed.event.seq });
-        if (placed.ended) this.send({ kind: 'ended' });
-        return this.outlet.changed();
+        return this.#applied(placed.event, placed.shown, placed.ended, from, raw);
       case 'gap':
         return placed.fill ? this.send({ kind: 'gap' }) : undefined;
       case 'stop':
         return placed.failure;
     }
+  }
+
+  /** Carries out an applied event: stored, shown, relayed, and the machine told an attempt's first progress, the end. */
+  #applied(event: LoggedEvent, shown: TurnEvent | undefined, ended: boolean, from: Source, raw: string | undefined): void {
+    this.deps.persistence.append(this.id, event);
+    if (shown) this.outlet.deliver(shown);
+    if (from !== 'relay') this.#share?.relay(raw ?? event);
+    if (this.intake.firstOfAttempt()) this.send({ kind: 'progress', from, seq: event.seq });
+    if (ended) this.send({ kind: 'ended' });
+    this.outlet.changed();
   }
 
   /** A batch the leading tab relayed: applied like a stream of our own, under the stall watchdog. */

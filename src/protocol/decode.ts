@@ -69,7 +69,17 @@ export function decodeEventValue(value: unknown, turnId?: string): DecodeResult 
  * Decodes one SSE `data` payload into a typed event. Never throws: unknown types are
  * reported as skippable, anything malformed or oversized as a {@link ProtocolError}.
  */
-export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE }: DecodeLimits = {}, turnId?: string): DecodeResult {
+export function decodeEvent(data: string, limits?: DecodeLimits, turnId?: string): DecodeResult {
+  const decoded = decodeData(data, limits, turnId);
+  return 'kind' in decoded ? decoded : { kind: 'event', event: decoded };
+}
+
+/**
+ * {@link decodeEvent} for the stream's hot path: a plain text delta of `turnId` (nearly
+ * every event) comes back as the event itself, unwrapped, which spares an object per
+ * event; anything else as {@link decodeEvent} answers it. The same checks either way.
+ */
+export function decodeData(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE }: DecodeLimits = {}, turnId?: string): DeltaEvent | DecodeResult {
   if (data.length > maxEventSize) {
     return { kind: 'error', error: new ProtocolError('event_too_large', 'Event data is too large.', { details: { size: data.length, limit: maxEventSize } }) };
   }
@@ -79,7 +89,8 @@ export function decodeEvent(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZ
   } catch {
     return invalid('Event data is not valid JSON.');
   }
-  return decodeEventValue(value, turnId);
+  const delta = turnId === undefined ? undefined : plainDelta(value, turnId);
+  return delta ?? decodeEventValue(value, turnId);
 }
 
 /**

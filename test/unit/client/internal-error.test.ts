@@ -29,12 +29,20 @@ vi.mock('../../../src/protocol/decode.js', async (importOriginal) => {
   const original = await importOriginal<typeof import('../../../src/protocol/decode.js')>();
   return {
     ...original,
+    // The stream decodes with decodeData (relayed batches with decodeEvent): either throws once.
     decodeEvent: (...args: Parameters<typeof original.decodeEvent>) => {
       if (faults.decode) {
         faults.decode = false;
         throw new TypeError('a bug on the hot path');
       }
       return original.decodeEvent(...args);
+    },
+    decodeData: (...args: Parameters<typeof original.decodeData>) => {
+      if (faults.decode) {
+        faults.decode = false;
+        throw new TypeError('a bug on the hot path');
+      }
+      return original.decodeData(...args);
     },
   };
 });
