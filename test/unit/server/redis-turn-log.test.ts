@@ -1,75 +1,17 @@
 /**
  * The Redis turn log on its own, against a real redis-server: numbering, atomicity
- * across instances, cross-instance wake-ups, producer loss, retention and the
- * idempotency ledger. The HTTP protocol over it is covered by protocol-redis.test.ts.
+ * across instances, cross-instance wake-ups, key prefixes, the idempotency ledger, listing
+ * and cancel. Producer loss and retention: redis-producer-loss.test.ts. The HTTP protocol
+ * over it: protocol-redis.test.ts.
  */
+import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../../src/protocol/integrity.js';
-import { turnEventSchema, type TurnEvent } from '../../../src/protocol/schemas.js';
-import { createRedisTurnLog, type RedisTurnLogOptions } from '../../../src/server/log/redis/index.js';
-import type { IdempotencyRecord, TurnLog } from '../../../src/server/log/turn-log.js';
-import { startRedisServer, type RedisServer } from '../../fixtures/redis.js';
+import { turnEventSchema } from '../../../src/protocol/schemas.js';
+import { createRedisTurnLog } from '../../../src/server/log/redis/index.js';
+import type { IdempotencyRecord } from '../../../src/server/log/turn-log.js';
+import { redisUrl, newPrefix, openLog, client, newTurn, endOf, never, useRedis } from './redis-log-rig.js';
 
-let redis: RedisServer;
-const opened: { close(): Promise<void> }[] = [];
-let prefixCounter = 0;
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-
-afterAll(async () => {
-  for (const item of opened.reverse()) await item.close().catch(() => undefined);
-  await redis?.stop();
-});
-
-/** A fresh key space per test, so tests never see each other's turns. */
-function newPrefix(): string {
-  prefixCounter++;
-  return `t${prefixCounter}:`;
-}
-
-interface Opened {
-  log: TurnLog;
-  errors: unknown[];
-}
-
-function openLog(options: Partial<RedisTurnLogOptions> & { keyPrefix: string }): Opened {
-  const errors: unknown[] = [];
-  const log = createRedisTurnLog({
-    ...(options.client ? {} : { url: redis.url }),
-    onError: (error) => errors.push(error),
-    ...options,
-  });
-  opened.push(log);
-  return { log, errors };
-}
-
-function client(options: { keyPrefix?: string } = {}): Redis {
-  const redisClient = new Redis(redis.url, options);
-  opened.push({ close: async () => redisClient.disconnect() });
-  return redisClient;
-}
-
-let turnCounter = 0;
-async function newTurn(log: TurnLog, init: { conversationId?: string; principal?: string; createdAt?: string } = {}) {
-  turnCounter++;
-  return log.createTurn({
-    id: `turn_${turnCounter}_${Date.now().toString(36)}`,
-    conversationId: init.conversationId ?? 'conv_1',
-    messageId: `msg_${turnCounter}`,
-    principal: init.principal ?? 'alice',
-    content: 'hello',
-    createdAt: init.createdAt ?? new Date().toISOString(),
-  });
-}
-
-async function endOf(text: string) {
-  return { type: 'turn.end' as const, status: 'complete' as const, textLength: text.length, textSha256: await sha256Hex(text) };
-}
-
-const never = (): AbortSignal => new AbortController().signal;
+useRedis();
 
 describe('redis turn log', () => {
   it('numbers events 1..N, pages them, and closes the log at turn.end', async () => {
@@ -200,88 +142,6 @@ describe('redis turn log', () => {
     expect(woke).toHaveLength(turns.length * 3);
   });
 
-  it('ends a turn whose producer instance lost Redis as failed/producer_lost, exactly once, with the text hash', async () => {
-    const keyPrefix = newPrefix();
-    const producerClient = client();
-    const producer = openLog({ keyPrefix, client: producerClient, producerLeaseMs: 300 });
-    const b = openLog({ keyPrefix, producerLeaseMs: 300 });
-    const c = openLog({ keyPrefix, producerLeaseMs: 300 });
-    const turn = await newTurn(producer.log);
-    await producer.log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
-    await producer.log.append(turn.id, { type: 'delta', text: 'partial ' });
-    await producer.log.append(turn.id, { type: 'delta', text: 'answer' });
-
-    // A live producer keeps its turn across many lease periods.
-    await b.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 1000 });
-    expect(await b.log.getTurn(turn.id)).toMatchObject({ status: 'streaming', lastSeq: 3 });
-
-    // The instance "dies": its connection goes, its renewals fail.
-    producerClient.disconnect();
-    // Followers on two other instances notice the lapsed lease at the same time.
-    await Promise.all([
-      b.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 30_000 }),
-      c.log.waitForEvents(turn.id, 3, { signal: never(), timeoutMs: 30_000 }),
-      expect.poll(() => c.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed' }),
-    ]);
-    const { events } = await b.log.read(turn.id, 0, 100);
-    expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
-    const end = events[3] as TurnEvent & { type: 'turn.end' };
-    expect(end).toMatchObject({
-      type: 'turn.end',
-      status: 'failed',
-      error: { code: 'producer_lost' },
-      textLength: 'partial answer'.length,
-      textSha256: await sha256Hex('partial answer'),
-    });
-    expect(turnEventSchema.safeParse(end).success).toBe(true);
-    // The instance that ended it says so; exactly one did.
-    const reports = [...b.errors, ...c.errors].filter((error) => String(error).includes('producer_lost'));
-    expect(reports).toHaveLength(1);
-    expect(producer.errors.length).toBeGreaterThan(0);
-  });
-
-  it('ends a turn whose producer died before turn.start with turn.start then turn.end', async () => {
-    const keyPrefix = newPrefix();
-    const producerClient = client();
-    const producer = openLog({ keyPrefix, client: producerClient, producerLeaseMs: 200 });
-    const reader = openLog({ keyPrefix, producerLeaseMs: 200 });
-    const turn = await newTurn(producer.log);
-    producerClient.disconnect();
-    await expect.poll(() => reader.log.getTurn(turn.id), { timeout: 10_000, interval: 50 }).toMatchObject({ status: 'failed', lastSeq: 2 });
-    const { events } = await reader.log.read(turn.id, 0, 10);
-    expect(events.map((event) => event.type)).toEqual(['turn.start', 'turn.end']);
-    expect(events[0]).toMatchObject({ seq: 1, messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
-    expect(events[1]).toMatchObject({ seq: 2, status: 'failed', error: { code: 'producer_lost' }, textLength: 0 });
-    // The listing shows it ended too.
-    expect((await reader.log.listTurns('conv_1', 'alice', 10)).map((t) => [t.id, t.status])).toEqual([[turn.id, 'failed']]);
-  });
-
-  it('renews a lease from the moment the turn is created: a first append slower than many leases keeps the turn', async () => {
-    const keyPrefix = newPrefix();
-    const creator = openLog({ keyPrefix, producerLeaseMs: 150 });
-    const reader = openLog({ keyPrefix, producerLeaseMs: 150 });
-    const turn = await newTurn(creator.log);
-    // Nothing logged for ten leases; the reader keeps looking (each look would end a lapsed turn).
-    for (let looks = 0; looks < 10; looks++) {
-      await reader.log.waitForEvents(turn.id, 0, { signal: never(), timeoutMs: 150 });
-      expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'pending', lastSeq: 0 });
-    }
-    await creator.log.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
-    await creator.log.append(turn.id, await endOf(''));
-    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'complete', lastSeq: 2 });
-    expect(creator.errors).toEqual([]);
-  });
-
-  it('ends a turn released by its creator (a submission that failed after createTurn) as producer_lost at the next look', async () => {
-    const keyPrefix = newPrefix();
-    const creator = openLog({ keyPrefix, producerLeaseMs: 60_000 });
-    const reader = openLog({ keyPrefix, producerLeaseMs: 60_000 });
-    const turn = await newTurn(creator.log);
-    await creator.log.release?.(turn.id);
-    // No waiting for the 60 s lease.
-    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'failed', lastSeq: 2 });
-  });
-
   it('works through a client with its own ioredis keyPrefix', async () => {
     const keyPrefix = newPrefix();
     const prefixed = client({ keyPrefix: 'app:' });
@@ -309,42 +169,6 @@ describe('redis turn log', () => {
     const ttl = await client().pttl(`app:${keyPrefix}idem:alice:prefixed-key-00000001`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(24 * 60 * 60 * 1000);
-  });
-
-  it('gives up its leases on close, so another instance ends those turns at its next look', async () => {
-    const keyPrefix = newPrefix();
-    const producer = createRedisTurnLog({ url: redis.url, keyPrefix, producerLeaseMs: 60_000, onError: () => undefined });
-    const reader = openLog({ keyPrefix, producerLeaseMs: 60_000 });
-    const turn = await newTurn(producer);
-    await producer.append(turn.id, { type: 'turn.start', messageId: turn.messageId, conversationId: 'conv_1', createdAt: turn.createdAt });
-    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'streaming' });
-    await producer.close();
-    // No waiting for a 60 s lease: the lease is gone now.
-    expect(await reader.log.getTurn(turn.id)).toMatchObject({ status: 'failed', lastSeq: 2 });
-    await expect(producer.getTurn(turn.id)).rejects.toThrow(/closed/);
-  });
-
-  it('expires a turn after retention: expired (with its principal) from the tombstone, then unknown', async () => {
-    const keyPrefix = newPrefix();
-    const { log } = openLog({ keyPrefix, retentionMs: 150 });
-    const turn = await newTurn(log, { conversationId: 'conv_exp' });
-    await log.completeIdempotency('alice', 'key-expiring-0000001', {
-      fingerprint: 'f',
-      state: 'done',
-      turnId: turn.id,
-      messageId: turn.messageId,
-      conversationId: 'conv_exp',
-      createdAt: turn.createdAt,
-    });
-    await log.append(turn.id, await endOf(''));
-    expect(await log.getTurn(turn.id)).toMatchObject({ status: 'complete' });
-    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toEqual({ expired: true, principal: 'alice' });
-    expect(await log.read(turn.id, 0, 10)).toEqual({ events: [], hasMore: false });
-    expect(await log.listTurns('conv_exp', 'alice', 10)).toEqual([]);
-    expect(await log.getIdempotency('alice', 'key-expiring-0000001')).toBeUndefined();
-    await expect.poll(() => log.getTurn(turn.id), { timeout: 5000, interval: 20 }).toBeUndefined();
-    // Nothing of the turn is left behind in Redis.
-    expect(await client().keys(`${keyPrefix}*`)).toEqual([]);
   });
 
   it('keeps exactly one idempotency record when two instances race for a key', async () => {
@@ -405,10 +229,10 @@ describe('redis turn log', () => {
   it('refuses bad options with invalid_argument', () => {
     expect(() => createRedisTurnLog({})).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
     const redisClient = client();
-    expect(() => createRedisTurnLog({ client: redisClient, url: redis.url })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
-    expect(() => createRedisTurnLog({ url: redis.url, retentionMs: 0 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
-    expect(() => createRedisTurnLog({ url: redis.url, producerLeaseMs: 1.5 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
-    const resp3 = new Redis(redis.url, { lazyConnect: true, replyMapping: 'resp3' });
+    expect(() => createRedisTurnLog({ client: redisClient, url: redisUrl() })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => createRedisTurnLog({ url: redisUrl(), retentionMs: 0 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => createRedisTurnLog({ url: redisUrl(), producerLeaseMs: 1.5 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    const resp3 = new Redis(redisUrl(), { lazyConnect: true, replyMapping: 'resp3' });
     expect(() => createRedisTurnLog({ client: resp3 as unknown as Redis })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
   });
 });
