@@ -17,7 +17,7 @@ import { CITIES, REQUEST_DATA } from './ai-request.js';
 import { ChatStatusLine } from './ai-status.js';
 import { ToolActions, type ToolAnswers } from './ai-tools.js';
 import { Composer } from './composer.js';
-import { Chip, RECOVERY_WORDS, submissionChip, turnChip, useFollowBottom } from './messages.js';
+import { Chip, recoveredLabel, submissionChip, turnChip, useFollowBottom } from './messages.js';
 
 const SUGGESTIONS = ['What is the weather in Bergen?', 'Should I pack an umbrella for Lisbon?', 'Where am I?', 'Transfer 5 to Bob', 'Hello'];
 
@@ -91,7 +91,7 @@ function AssistantBubble({ message, turn, streaming, answers, onRegenerate }: As
         <div className="meta">
           {chip && <Chip tone={chip.tone}>{chip.label}</Chip>}
           {turn?.recovered && turn.recovered.events > 0 && (
-            <Chip tone="good">{`Recovered ${turn.recovered.events} chunks ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
+            <Chip tone="good">{recoveredLabel(turn.recovered, 'chunk')}</Chip>
           )}
           {onRegenerate && (
             <button type="button" className="button small" onClick={onRegenerate}>

@@ -25,6 +25,11 @@ export const RECOVERY_WORDS = {
   reload: 'from this device after a reload',
 } as const;
 
+/** "Recovered 1 token …", "Recovered 3 tokens …": what a recovery brought back, in words. */
+export function recoveredLabel(recovered: { events: number; path: keyof typeof RECOVERY_WORDS }, unit: 'token' | 'chunk'): string {
+  return `Recovered ${recovered.events} ${unit}${recovered.events === 1 ? '' : 's'} ${RECOVERY_WORDS[recovered.path]}`;
+}
+
 export function turnChip(turn: TurnSnapshot): { tone: Tone; label: string } {
   switch (turn.status) {
     case 'pending':
@@ -136,7 +141,7 @@ function AssistantMessage({ turn, onResend }: { turn: TurnSnapshot; onResend: ((
         <div className="meta">
           <Chip tone={chip.tone}>{chip.label}</Chip>
           {turn.recovered && turn.recovered.events > 0 && (
-            <Chip tone="good">{`Recovered ${turn.recovered.events} tokens ${RECOVERY_WORDS[turn.recovered.path]}`}</Chip>
+            <Chip tone="good">{recoveredLabel(turn.recovered, 'token')}</Chip>
           )}
           {turn.error && <span className="meta-note">{turn.error.message}</span>}
           {endError?.code === 'ended_by_operator' && <span className="meta-note">{`Ended by support: ${endError.message}`}</span>}

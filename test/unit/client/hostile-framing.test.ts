@@ -5,9 +5,9 @@
 import './support/dom-shim.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TurnEvent } from '../../../src/protocol/schemas.js';
-import { follow, range } from './support/follow.js';
+import { range } from './support/follow.js';
 import { buildLog, sse, startScriptedServer, TURN } from './support/scripted-server.js';
-import { TEXT, FULL_TEXT, json, openStream, run, secondCursor, expectClean, cleanup, runCleanups } from './support/hostile-rig.js';
+import { expectClean, followToEnd, FULL_TEXT, json, openStream, run, runCleanups, secondCursor, TEXT } from './support/hostile-rig.js';
 
 afterEach(runCleanups);
 
@@ -28,10 +28,7 @@ describe('framing faults (rows 3, 4, 14)', () => {
         else res.end('retry: 1000\n\n');
       },
     });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN);
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { followed, final } = await followToEnd(server);
     await followed.iterated;
     expect(final.text).toBe(FULL_TEXT);
     expect(followed.applied).toEqual(range(log.length));
@@ -98,10 +95,7 @@ describe('size caps (row 32)', () => {
         res.end();
       },
     });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN, { limits });
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { followed, final } = await followToEnd(server, { limits });
     await followed.iterated;
     expect(final.text).toBe(FULL_TEXT);
     expect(followed.applied).toEqual(range(log.length));
@@ -128,10 +122,7 @@ describe('size caps (row 32)', () => {
   it('fails a turn whose text passes maxTurnTextLength, keeping what arrived', async () => {
     const log = await buildLog(TEXT);
     const server = await startScriptedServer({ log });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN, { limits: { maxTurnTextLength: 6 } });
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { final } = await followToEnd(server, { limits: { maxTurnTextLength: 6 } });
     expect(final.status).toBe('failed');
     expect(final.error?.code).toBe('turn_too_large');
     expect(final.text).toBe('Hello ');
@@ -144,10 +135,7 @@ describe('poisoned JSON (row 33)', () => {
     const output = JSON.parse('{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"ok":1}') as Record<string, never>;
     const log = await buildLog(['a', { action: { callId: 'c1', name: 'propose_personas', status: 'completed', output } }, 'b']);
     const server = await startScriptedServer({ log });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN);
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { final } = await followToEnd(server);
     expect(final.text).toBe('ab');
     expect(final.actions[0]?.output).toEqual({ ok: 1 });
     expect(Object.keys(final.actions[0]?.output as object)).toEqual(['ok']);

@@ -5,9 +5,9 @@
  */
 import './support/dom-shim.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { follow, range, FAST_RETRY } from './support/follow.js';
-import { buildLog, sse, startScriptedServer, TURN } from './support/scripted-server.js';
-import { TEXT, FULL_TEXT, json, openStream, run, secondCursor, expectClean, cleanup, runCleanups } from './support/hostile-rig.js';
+import { range, FAST_RETRY } from './support/follow.js';
+import { buildLog, sse, startScriptedServer } from './support/scripted-server.js';
+import { expectClean, followToEnd, FULL_TEXT, json, openStream, run, runCleanups, secondCursor, TEXT } from './support/hostile-rig.js';
 
 afterEach(runCleanups);
 
@@ -102,10 +102,7 @@ describe('line endings and chunking', () => {
         res.end();
       },
     });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN);
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { followed, final } = await followToEnd(server);
     await followed.iterated;
     expect(final.text).toBe(FULL_TEXT);
     expect(followed.applied).toEqual(range(log.length));
@@ -136,10 +133,7 @@ describe('bogus retry and id (rows 7, 8)', () => {
         res.end(`${hostile[index]}\n\n`);
       },
     });
-    cleanup.push(() => server.close());
-    const followed = follow(server.baseUrl, TURN);
-    cleanup.push(() => followed.client.dispose());
-    const final = await followed.turn.completed;
+    const { followed, final } = await followToEnd(server);
     expect(final.text).toBe(FULL_TEXT);
     const delays = followed.ofType('retry').map((d) => d.delayMs);
     expect(delays.length).toBeGreaterThan(0);

@@ -81,6 +81,37 @@ export function toEvent(turnId: string, [id, fields]: [string, string[]]): TurnE
   return { turnId, seq, ...(JSON.parse(body) as object) } as TurnEvent;
 }
 
+/** True for a value JSON gives back exactly as it was: a string, a boolean, null, a finite number other than -0. */
+function survivesJson(value: unknown): boolean {
+  const type = typeof value;
+  if (type === 'string' || type === 'boolean' || value === null) return true;
+  return type === 'number' && Number.isFinite(value) && !Object.is(value, -0);
+}
+
+/**
+ * The event as a reader of `body` (its JSON) will get it, seq `seq`: `toEvent` of the
+ * entry. An event of plain fields only (a delta's text, most of what a turn logs) is
+ * copied as it is, since parsing its JSON back would give the same object; anything else
+ * (nested objects, undefined, a prototype of its own) is parsed back from `body`.
+ */
+export function loggedEvent(turnId: string, seq: number, event: object, body: string): TurnEvent {
+  if (Object.getPrototypeOf(event) === Object.prototype) {
+    const copy: Record<string, unknown> = { turnId, seq };
+    let plain = true;
+    for (const key of Object.keys(event)) {
+      const value = (event as Record<string, unknown>)[key];
+      // An own `__proto__` would set the copy's prototype here, not a field as JSON.parse does.
+      if (key === '__proto__' || !survivesJson(value)) {
+        plain = false;
+        break;
+      }
+      copy[key] = value;
+    }
+    if (plain) return copy as unknown as TurnEvent;
+  }
+  return { turnId, seq, ...(JSON.parse(body) as object) } as TurnEvent;
+}
+
 /** Runs a MULTI or pipeline (all of its keys in one slot) and returns its replies, throwing the first command error. */
 export async function execAll(multi: ChainableCommander): Promise<unknown[]> {
   const replies = await multi.exec();

@@ -18,6 +18,8 @@ export interface Connection {
   readonly isCluster: boolean;
   /** The client; rejects once closed, or when ioredis is missing. */
   client(): Promise<RedisClient>;
+  /** The client when it is built and open, without a wait: the hot paths skip `client()`'s promise; undefined means ask `client()`. */
+  clientNow(): RedisClient | undefined;
   /** Runs `script` with EVALSHA, falling back to EVAL when the node does not know it yet. */
   run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown>;
   /**
@@ -85,6 +87,19 @@ async function build(options: ConnectionOptions, onError: (error: unknown) => vo
   return client;
 }
 
+/** EVALSHA, falling back to EVAL when the node does not know the script yet. */
+function evalScript(redis: RedisClient, script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  try {
+    return redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return redis.eval(script.source, keys.length, ...keys, ...args);
+    });
+  } catch (error) {
+    // A rejection, as from the async function this was: callers chain `.catch` on it.
+    return Promise.reject(error);
+  }
+}
+
 export function openConnection(options: ConnectionOptions, onError: (error: unknown) => void): Connection {
   const given = [options.client, options.url, options.cluster].filter((option) => option !== undefined).length;
   if (given !== 1) throw new LifelineError('invalid_argument', 'createRedisTurnLog needs exactly one of `client`, `url` and `cluster`.');
@@ -128,14 +143,11 @@ export function openConnection(options: ConnectionOptions, onError: (error: unkn
   return {
     isCluster,
     client,
-    async run(script, keys, args) {
-      const redis = ready !== undefined && !closed ? ready : await client();
-      try {
-        return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
-      } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-        return redis.eval(script.source, keys.length, ...keys, ...args);
-      }
+    clientNow: () => (closed ? undefined : ready),
+    run(script, keys, args) {
+      // Once built, the command goes out in this call: no async frame of its own per append.
+      if (ready !== undefined && !closed) return evalScript(ready, script, keys, args);
+      return client().then((redis) => evalScript(redis, script, keys, args));
     },
     onReset(listener) {
       resetListeners.push(listener);

@@ -13,15 +13,29 @@ const TRANSIENT = /Connection is closed|Too many Cluster redirections|CLUSTERDOW
  * itself, and the steps in other slots beside it (indexes, TTLs), since any one of them
  * failing fails the append.
  */
-export async function runThroughFailover<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>): Promise<T> {
+export function runThroughFailover<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>): Promise<T> {
   const deadline = Date.now() + ctx.leaseMs;
-  for (let attempt = 0, pause = 50; ; attempt++, pause = Math.min(2 * pause, 1000)) {
+  // The first attempt without an async frame of its own: every append of every turn takes it.
+  let first: Promise<T>;
+  try {
+    first = step(0);
+  } catch (error) {
+    first = Promise.reject(error);
+  }
+  return first.catch((error: unknown) => retry(ctx, step, error, deadline));
+}
+
+/** The attempts after a failed first one, paused 50 ms, then twice as long each time up to 1 s. */
+async function retry<T>(ctx: RedisContext, step: (attempt: number) => Promise<T>, failure: unknown, deadline: number): Promise<T> {
+  let error = failure;
+  for (let attempt = 1, pause = 50; ; attempt++, pause = Math.min(2 * pause, 1000)) {
+    if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
+    ctx.report(error, { phase: 'store' });
+    await delay(pause);
     try {
       return await step(attempt);
-    } catch (error) {
-      if (!(error instanceof Error) || !TRANSIENT.test(error.message) || Date.now() + pause > deadline) throw error;
-      ctx.report(error, { phase: 'store' });
-      await delay(pause);
+    } catch (next) {
+      error = next;
     }
   }
 }

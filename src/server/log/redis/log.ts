@@ -164,7 +164,7 @@ export class RedisTurnLog implements TurnLog {
     const keys = this.#ctx.keys.turn(turnId);
     const deadline = Date.now() + timeoutMs;
     const checkEveryMs = Math.max(1, Math.floor(this.#ctx.leaseMs / 3));
-    const client = await this.#ctx.connection.client();
+    const client = this.#ctx.connection.clientNow() ?? (await this.#ctx.connection.client());
     if (options.justRead !== true) {
       const head = await liveHead(client, keys);
       if (head === undefined || head.seq > after) return undefined;

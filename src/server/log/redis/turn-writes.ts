@@ -2,7 +2,7 @@ import type { TurnEvent } from '../../../protocol/schemas.js';
 import type { OperatorIndex } from '../operator-index.js';
 import type { NewTurnEvent, StoredTurn } from '../turn-log.js';
 import { appendBodies, endIfProducerLost } from './append.js';
-import { current, execAll, headOf, toStoredTurn, type TurnHash } from './codec.js';
+import { current, execAll, headOf, loggedEvent, toStoredTurn, type TurnHash } from './codec.js';
 import type { RedisContext } from './context.js';
 import { runThroughFailover } from './failover.js';
 import type { LeaseKeeper } from './leases.js';
@@ -55,8 +55,8 @@ export class TurnWrites {
     if (typeof result !== 'number') throw new Error(`Turn ${turnId} has ended; its log is closed.`);
     if (end) await this.#settle(turnId);
     const first = result - bodies.length + 1;
-    // Parsed back from what was stored, so the caller gets exactly what readers will get.
-    return bodies.map(({ body }, i) => ({ turnId, seq: first + i, ...(JSON.parse(body) as object) }) as TurnEvent);
+    // What readers will get (see loggedEvent): the caller hands these to this instance's followers.
+    return bodies.map(({ body }, i) => loggedEvent(turnId, first + i, events[i] as NewTurnEvent, body));
   }
 
   /** Ends a turn whose producer lease lapsed (see endIfProducerLost), the index moved around it. */

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { TurnEvent } from '../../../../src/protocol/schemas.js';
 import type { LifelineOptions } from '../../../../src/types.js';
 import { follow, range } from './follow.js';
-import { buildLog, startScriptedServer, TURN, type ScriptedServerOptions } from './scripted-server.js';
+import { buildLog, startScriptedServer, TURN, type ScriptedServer, type ScriptedServerOptions } from './scripted-server.js';
 
 export const TEXT = ['Hel', 'lo ', '世界', '😀', '👩‍👩‍👧!'];
 export const FULL_TEXT = TEXT.join('');
@@ -47,12 +47,17 @@ export async function run(
     },
     ...serverOptions,
   });
+  const { followed, final } = await followToEnd(server, options);
+  await followed.iterated;
+  return { server, followed, final, log };
+}
+
+/** Follows the scripted server's turn with a fresh client until the turn settles; both closed after the test. */
+export async function followToEnd(server: ScriptedServer, options: Partial<LifelineOptions> = {}) {
   cleanup.push(() => server.close());
   const followed = follow(server.baseUrl, TURN, options);
   cleanup.push(() => followed.client.dispose());
-  const final = await followed.turn.completed;
-  await followed.iterated;
-  return { server, followed, final, log };
+  return { followed, final: await followed.turn.completed };
 }
 
 /** The `Last-Event-ID` of the second stream request: what the client applied from the first. */
