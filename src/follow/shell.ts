@@ -15,7 +15,7 @@ import { crashedState } from '../core/follow-state.js';
 import type { FollowConfig, FollowEffect, FollowInput, FollowState, TimerName } from '../core/follow-types.js';
 import { initialTurnState } from '../core/turn-reducer.js';
 import { LifelineError, ProtocolError } from '../errors.js';
-import { decodeData, decodeEvent, type DecodeResult } from '../protocol/decode.js';
+import { decodeData, type DecodeResult } from '../protocol/decode.js';
 import type { LoggedEvent, TurnEvent } from '../protocol/schemas.js';
 import { joinTurnShare, type TurnShare } from '../tabs/turn-share.js';
 import { createEffectRunner, type EffectRunner } from './effect-runner.js';
@@ -165,11 +165,7 @@ export class FollowShell {
     if (data === undefined) return this.#share?.relay();
     // #guarded inlined: no closure per event on the hot path.
     try {
-      const decoded = decodeData(data, this.deps.limits, this.id);
-      if ('kind' in decoded) return this.#take(decoded, 'stream', data);
-      // A plain delta next in line skips the wrappers (decode result, placement); any other goes the general way.
-      if (this.intake.takeNext(decoded)) return this.#applied(decoded, decoded, false, 'stream', data);
-      return this.#take({ kind: 'event', event: decoded }, 'stream', data);
+      return this.#takeData(data, 'stream');
     } catch (bug) {
       this.#crash(bug);
     }
@@ -188,6 +184,14 @@ export class FollowShell {
       this.#hearing = false;
       this.#heard = this.deps.clock.now();
     });
+  }
+
+  /** Decodes and takes one event's data; a plain delta next in line skips the wrappers (decode result, placement). */
+  #takeData(data: string, from: Source): Failure | void {
+    const decoded = decodeData(data, this.deps.limits, this.id);
+    if ('kind' in decoded) return this.#take(decoded, from, data);
+    if (this.intake.takeNext(decoded)) return this.#applied(decoded, decoded, false, from, data);
+    return this.#take({ kind: 'event', event: decoded }, from, data);
   }
 
   /**
@@ -224,7 +228,7 @@ export class FollowShell {
     if (!replaying()) this.#heard = this.deps.clock.now();
     this.intake.relayArrived();
     for (const text of batch) {
-      const failed = this.#take(decodeEvent(text, this.deps.limits, this.id), 'relay');
+      const failed = this.#takeData(text, 'relay');
       if (!failed) continue;
       if (!replaying()) this.report.tell('protocol-error', { error: failed.error }), this.send({ kind: 'gap' });
       return;

@@ -45,10 +45,18 @@ function stripPoison(value: unknown, depth = 64): void {
  * naming `turnId` (the followed turn, validated once) skips the id pattern.
  */
 export function decodeEventValue(value: unknown, turnId?: string): DecodeResult {
+  return wrapped(decodeValue(value, turnId));
+}
+
+/** A decoded event as a {@link DecodeResult}: a bare delta wrapped. */
+const wrapped = (decoded: DeltaEvent | DecodeResult): DecodeResult => ('kind' in decoded ? decoded : { kind: 'event', event: decoded });
+
+/** {@link decodeEventValue} with a plain delta answered bare (see {@link decodeData}). */
+function decodeValue(value: unknown, turnId?: string): DeltaEvent | DecodeResult {
   const record = value as { type?: unknown; turnId?: unknown; seq?: unknown } | null;
   const id = record?.turnId;
   const delta = typeof id === 'string' && (id === turnId || ID_PATTERN.test(id)) ? plainDelta(record, id) : undefined;
-  if (delta) return { kind: 'event', event: delta };
+  if (delta) return delta;
   const type = record?.type;
   if (typeof type === 'string' && !TURN_EVENT_TYPES.includes(type as never)) {
     const seq = record!.seq;
@@ -70,13 +78,12 @@ export function decodeEventValue(value: unknown, turnId?: string): DecodeResult 
  * reported as skippable, anything malformed or oversized as a {@link ProtocolError}.
  */
 export function decodeEvent(data: string, limits?: DecodeLimits, turnId?: string): DecodeResult {
-  const decoded = decodeData(data, limits, turnId);
-  return 'kind' in decoded ? decoded : { kind: 'event', event: decoded };
+  return wrapped(decodeData(data, limits, turnId));
 }
 
 /**
- * {@link decodeEvent} for the stream's hot path: a plain text delta of `turnId` (nearly
- * every event) comes back as the event itself, unwrapped, which spares an object per
+ * {@link decodeEvent} for the hot path: a plain text delta (nearly every event) comes
+ * back as the event itself, unwrapped, which spares an object per
  * event; anything else as {@link decodeEvent} answers it. The same checks either way.
  */
 export function decodeData(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE }: DecodeLimits = {}, turnId?: string): DeltaEvent | DecodeResult {
@@ -89,8 +96,7 @@ export function decodeData(data: string, { maxEventSize = DEFAULT_MAX_EVENT_SIZE
   } catch {
     return invalid('Event data is not valid JSON.');
   }
-  const delta = turnId === undefined ? undefined : plainDelta(value, turnId);
-  return delta ?? decodeEventValue(value, turnId);
+  return decodeValue(value, turnId);
 }
 
 /**
