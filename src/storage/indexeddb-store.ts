@@ -5,6 +5,7 @@
  */
 import { platformIndexedDb } from '../ports/indexeddb.js';
 import { createConnection, type IndexedDbStoreOptions, type Names, type Tx } from './indexeddb-connection.js';
+import { storedChunk, type StoredChunk } from './chunk-records.js';
 import { chunkWins, joinChunks, nextRow } from './monotonic.js';
 import { checkAll, corruptRecord, outboxRecordSchema, turnRecordSchema } from './records.js';
 import type { EventChunk, Store, TurnWrite } from './store.js';
@@ -44,11 +45,11 @@ const remove = (tx: TurnsTx, turnId: string, keepRow?: boolean): Promise<unknown
 const RECORD_EVENTS = 1024;
 
 /** Cuts a chunk (consecutive seqs) into records of at most {@link RECORD_EVENTS} events. */
-const split = ({ turnId, firstSeq, events }: EventChunk): EventChunk[] => {
-  const records: EventChunk[] = [];
+const split = ({ turnId, firstSeq, events }: EventChunk): StoredChunk[] => {
+  const records: StoredChunk[] = [];
   for (let at = 0; at < events.length; at += RECORD_EVENTS) {
     const part = events.slice(at, at + RECORD_EVENTS);
-    records.push({ turnId, firstSeq: firstSeq + at, lastSeq: firstSeq + at + part.length - 1, events: part });
+    records.push(storedChunk({ turnId, firstSeq: firstSeq + at, lastSeq: firstSeq + at + part.length - 1, events: part }));
   }
   return records;
 };

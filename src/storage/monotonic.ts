@@ -7,6 +7,7 @@
  * load, and a finished turn followed again. Loading follows one rule too: events from
  * seq 1 on, up to the first hole or bad chunk.
  */
+import { chunkWithEvents } from './chunk-records.js';
 import { chunkSchema, corruptRecord } from './records.js';
 import type { EventChunk, LoadedTurn, TurnRecord } from './store.js';
 
@@ -30,7 +31,7 @@ export function nextRow(stored: Stored<TurnRecord>, row: TurnRecord): TurnRecord
  * over a chunk that reaches as far. Two tabs cut their flushes at different seqs; a
  * shorter chunk written last would otherwise replace a longer one and leave a hole.
  */
-export function chunkWins(stored: Stored<EventChunk>, chunk: EventChunk): boolean {
+export function chunkWins(stored: Stored<Pick<EventChunk, 'lastSeq'>>, chunk: Pick<EventChunk, 'lastSeq'>): boolean {
   return !(stored?.lastSeq! >= chunk.lastSeq);
 }
 
@@ -46,7 +47,7 @@ export function joinChunks(record: TurnRecord, chunks: readonly unknown[]): Load
   const events: LoadedTurn['events'] = [];
   if (record.text !== undefined) return { record, events };
   for (const raw of chunks) {
-    const chunk = chunkSchema.safeParse(raw).data;
+    const chunk = chunkSchema.safeParse(chunkWithEvents(raw)).data;
     if (!chunk || chunk.firstSeq > events.length + 1) {
       const { turnId, firstSeq } = raw as EventChunk;
       return { record: { ...record, lastSeq: events.length }, events, skipped: [corruptRecord('chunks', [turnId, firstSeq])] };

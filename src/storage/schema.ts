@@ -3,7 +3,8 @@
  * namespace, named `lifeline:<namespace>`.
  */
 import type { DBSchema, IDBPDatabase } from 'idb';
-import type { EventChunk, OutboxRecord, TurnRecord, TurnStatus } from './store.js';
+import type { StoredChunk } from './chunk-records.js';
+import type { OutboxRecord, TurnRecord, TurnStatus } from './store.js';
 
 /** One cross-tab lease (object store `leases`, key `name`). */
 export interface LeaseRecord {
@@ -29,7 +30,8 @@ export interface LifelineDbSchema extends DBSchema {
       'by-ended': number;
     };
   };
-  chunks: { key: [turnId: string, firstSeq: number]; value: EventChunk };
+  /** Events, or (version 2) a run of plain deltas as its texts (`chunk-records.ts`). */
+  chunks: { key: [turnId: string, firstSeq: number]; value: StoredChunk };
   outbox: { key: string; value: OutboxRecord; indexes: { 'by-order': number } };
   leases: { key: string; value: LeaseRecord };
 }
@@ -37,7 +39,7 @@ export interface LifelineDbSchema extends DBSchema {
 export type LifelineDb = IDBPDatabase<LifelineDbSchema>;
 
 /** Version this build opens; a newer tab's higher version makes this one fail to open (VersionError). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * The `upgradeneeded` step, inside the `versionchange` transaction (a later version that
@@ -56,4 +58,7 @@ export function upgradeDatabase(db: LifelineDb, oldVersion: number): void {
     db.createObjectStore('outbox', { keyPath: 'operationId' }).createIndex('by-order', 'order');
     db.createObjectStore('leases', { keyPath: 'name' });
   }
+  // v2: a chunk may hold a run of plain deltas as its texts (chunk-records.ts). No block:
+  // nothing moves, v1 chunks read as before. The bump keeps a v1 build, which would take
+  // the new records for corrupt ones, from opening what a v2 build wrote.
 }

@@ -10,13 +10,13 @@ import { row, chunk, spyFactory, request, rawOpen, rawCount, makeStore, rejectio
 afterEach(closeStores);
 
 describe('schema and upgrades', () => {
-  it('creates version 1 with its stores, key paths and indexes', async () => {
+  it('creates version 2 (the layout of version 1; chunks may hold texts) with its stores, key paths and indexes', async () => {
     const { store, factory } = makeStore();
     await store.open();
-    expect(SCHEMA_VERSION).toBe(1);
+    expect(SCHEMA_VERSION).toBe(2);
     const db = await rawOpen(factory, store.databaseName);
     try {
-      expect(db.version).toBe(1);
+      expect(db.version).toBe(2);
       expect([...db.objectStoreNames].sort()).toEqual(['chunks', 'leases', 'outbox', 'turns']);
       const tx = db.transaction(['turns', 'chunks', 'outbox', 'leases']);
       expect(tx.objectStore('turns').keyPath).toBe('id');
