@@ -132,7 +132,8 @@ test('an upgrade blocked by an old tab that never lets go settles with storage_b
     }
   });
   expect(result.code).toBe('storage_blocked');
-  expect(result.details).toEqual({ heldVersion: 1, wantedVersion: 2 });
+  // Schema version 2 is this build's (chunk-records.ts); the new tab asks for 3.
+  expect(result.details).toEqual({ heldVersion: 2, wantedVersion: 3 });
 
   // Once the old tab closes its connection, the next call goes through.
   await oldTab.evaluate(() => (window.__test['db'] as IDBDatabase).close());
@@ -161,7 +162,8 @@ test('a tab running the store lets a newer tab upgrade: it closes its connection
     () =>
       new Promise<{ version: number; blocked: boolean }>((resolve, reject) => {
         let blocked = false;
-        const request = indexedDB.open('lifeline:upgrade', 2);
+        // One past this build's schema version (2).
+        const request = indexedDB.open('lifeline:upgrade', 3);
         request.onblocked = () => (blocked = true);
         request.onerror = () => reject(request.error);
         request.onsuccess = () => {
@@ -171,7 +173,7 @@ test('a tab running the store lets a newer tab upgrade: it closes its connection
         };
       }),
   );
-  expect(outcome).toEqual({ version: 2, blocked: false });
+  expect(outcome).toEqual({ version: 3, blocked: false });
   const trouble = await oldTab.evaluate(() => window.__test['trouble'] as string[]);
   expect(trouble).toHaveLength(1);
   expect(trouble[0]).toContain('storage_closed');
