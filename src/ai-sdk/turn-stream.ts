@@ -9,6 +9,7 @@ import { isEnded } from '../core/domain.js';
 import type { JsonValue, TurnEvent } from '../protocol/schemas.js';
 import type { Turn, TurnSnapshot } from '../types.js';
 import { createChunkReplayer, type ChunkReplayer } from '../protocol/ai-sdk/mapping.js';
+import { unlessAborted } from './newest-turn.js';
 
 export interface TurnStreamOptions {
   /** Aborting ends the stream without cancelling anything (the turn goes on). */
@@ -49,7 +50,6 @@ export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }
       const replayer = createChunkReplayer(turn.id, emit, messageId);
       if (signal?.aborted) return close();
       for (const chunk of prefix ?? []) controller.enqueue(chunk);
-      const aborted = new Promise<undefined>((resolve) => signal?.addEventListener('abort', () => resolve(undefined), { once: true }));
       // Registers for the events applied from now on (synchronously, in this call), so the
       // snapshot read next and those events neither overlap nor leave a hole.
       iterator = turn[Symbol.asyncIterator]();
@@ -58,7 +58,9 @@ export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }
       replayer.parts(snapshot.parts);
       let lastSeq = snapshot.lastSeq;
       let ended = false;
-      for (let result = await Promise.race([next, aborted]); result && !result.done; result = await Promise.race([next, aborted])) {
+      // Each wait on its own abort listener (unlessAborted): a race per event against one long-lived
+      // abort promise would leave a reaction on it per event, each holding its event, until the end.
+      for (let result = await unlessAborted(next, signal); result && !result.done; result = await unlessAborted(next, signal)) {
         const event = result.value;
         if (event.seq > lastSeq + 1 && !emitted) {
           // The turn was empty when this stream opened and storage filled it since (a restore
@@ -81,7 +83,7 @@ export function turnStream(turn: Turn, { signal, onFinished, messageId, prefix }
       }
       if (!ended && !signal?.aborted) {
         // Ended before this stream opened, or the client gave up on it: the settled snapshot says how.
-        const final = isEnded(turn.getSnapshot().status) ? turn.getSnapshot() : await Promise.race([turn.completed, aborted]);
+        const final = isEnded(turn.getSnapshot().status) ? turn.getSnapshot() : await unlessAborted(turn.completed, signal);
         // A client disposed mid-turn (a page going away) ended nothing: the next page resumes the turn.
         if (final && final.error?.code !== 'disposed') endFrom(replayer, final), (ended = true);
       }

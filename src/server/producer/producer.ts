@@ -6,6 +6,7 @@ import { checkTurnLimits, countLogged, toLogEvent, TurnFailure, type LoggedSoFar
 import { isExpiredTurn, type StoredTurn, type TurnLog } from '../log/turn-log.js';
 import { AppendQueue } from './append-queue.js';
 import type { ServerMetrics } from '../metrics.js';
+import { ABORTED, AbortablePull } from './abortable-pull.js';
 
 /** Where a server-side failure happened, for `onError`. */
 export type ServerErrorPhase = 'agent' | 'store' | 'request';
@@ -37,7 +38,6 @@ export interface ProducerDeps {
   metrics?: Pick<ServerMetrics, 'started' | 'ended'>;
 }
 
-const ABORTED = Symbol('aborted');
 
 /** The turn log failed while the agent was being read: not the agent's fault. */
 class StoreFailure extends Error {
@@ -46,12 +46,6 @@ class StoreFailure extends Error {
   }
 }
 
-function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(ABORTED);
-    else signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
-  });
-}
 
 /** What `#produce` logged, and the error for `turn.end` when the agent failed. */
 interface Produced extends LoggedSoFar {
@@ -241,10 +235,9 @@ export class TurnProducer {
    */
   async #logAgentEvents(queue: AppendQueue, iterator: AsyncIterator<AgentEvent>, signal: AbortSignal, logged: LoggedSoFar): Promise<void> {
     const { limits } = this.#deps;
-    const aborted = abortPromise(signal);
+    const pull = new AbortablePull(signal);
     for (;;) {
-      // Race the agent against abort: an agent stuck in an await must not delay a cancel.
-      const next = await Promise.race([iterator.next(), aborted]);
+      const next = await pull.next(iterator);
       if (next === ABORTED || next.done) return;
       const event = toLogEvent(next.value, limits);
       checkTurnLimits(event, logged, limits);
