@@ -9,11 +9,12 @@
 import type { DeltaEvent, LoggedEvent } from '../protocol/schemas.js';
 import type { EventChunk } from './store.js';
 
-/** A stored run of plain text deltas of `turnId`, seqs `firstSeq..lastSeq`, one text each. */
+/** A stored run of plain text deltas of `turnId`, seqs `firstSeq..lastSeq`, one text each, all of part `partId` when given. */
 export interface TextRunChunk {
   turnId: string;
   firstSeq: number;
   lastSeq: number;
+  partId?: string;
   texts: string[];
 }
 
@@ -23,16 +24,19 @@ export type StoredChunk = EventChunk | TextRunChunk;
 /** The record stored for `chunk`: its texts when every event is a plain delta of its turn at its seq, else the chunk itself. */
 export function storedChunk(chunk: EventChunk): StoredChunk {
   const { turnId, firstSeq, lastSeq, events } = chunk;
+  const partId = (events[0] as DeltaEvent | undefined)?.partId;
+  // The keys a plain delta has: turnId, seq, type, text, and the run's partId if it has one.
+  const keys = partId === undefined ? 4 : 5;
   const texts: string[] = [];
   for (let i = 0; i < events.length; i++) {
     // Exactly the decoders' plain delta at the seq the text stands for: nothing else is dropped (a value that cannot be cloned still fails the write).
     const event = events[i] as DeltaEvent;
     const { type, seq, text } = event;
-    const plain = type === 'delta' && event.turnId === turnId && typeof text === 'string' && Object.keys(event).length === 4;
+    const plain = type === 'delta' && event.turnId === turnId && typeof text === 'string' && event.partId === partId && Object.keys(event).length === keys;
     if (!plain || seq !== firstSeq + i) return chunk;
     texts.push(text);
   }
-  return { turnId, firstSeq, lastSeq, texts };
+  return typeof partId === 'string' ? { turnId, firstSeq, lastSeq, partId, texts } : { turnId, firstSeq, lastSeq, texts };
 }
 
 /**
@@ -42,8 +46,10 @@ export function storedChunk(chunk: EventChunk): StoredChunk {
 export function chunkWithEvents(raw: unknown): unknown {
   const record = raw as Partial<TextRunChunk> & { events?: unknown };
   if (typeof record !== 'object' || !record || record.events !== undefined || !Array.isArray(record.texts)) return raw;
-  const { turnId, firstSeq, lastSeq, texts } = record;
+  const { turnId, firstSeq, lastSeq, partId, texts } = record;
   if (typeof firstSeq !== 'number') return raw;
-  const events = texts.map((text: unknown, i): LoggedEvent => ({ turnId, seq: firstSeq + i, type: 'delta', text }) as DeltaEvent);
+  const events = texts.map(
+    (text: unknown, i): LoggedEvent => (partId === undefined ? { turnId, seq: firstSeq + i, type: 'delta', text } : { turnId, seq: firstSeq + i, type: 'delta', text, partId }) as DeltaEvent,
+  );
   return { turnId, firstSeq, lastSeq, events };
 }

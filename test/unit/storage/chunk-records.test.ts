@@ -19,9 +19,17 @@ describe('chunk records', () => {
     expect(chunkWithEvents(stored)).toEqual({ turnId: 't1', firstSeq: 3, lastSeq: 6, events });
   });
 
+  it('stores a run of deltas of one text part as its texts and that part, and reads back the same events', () => {
+    const events = deltas('t1', 1, 3).map((event) => ({ ...event, partId: 'txt-0' }));
+    const stored = storedChunk({ turnId: 't1', firstSeq: 1, lastSeq: 3, events });
+    expect(stored).toEqual({ turnId: 't1', firstSeq: 1, lastSeq: 3, partId: 'txt-0', texts: ['w1 ', 'w2 ', 'w3 '] });
+    expect(chunkWithEvents(stored)).toEqual({ turnId: 't1', firstSeq: 1, lastSeq: 3, events });
+  });
+
   it.each([
     ['a turn.start', chunk('t1', 1, 3).events],
-    ['a delta naming a part', [...deltas('t1', 1, 1), { turnId: 't1', seq: 2, type: 'delta', text: 'x', partId: 'p1' }]],
+    ['a delta naming a part after one naming none', [...deltas('t1', 1, 1), { turnId: 't1', seq: 2, type: 'delta', text: 'x', partId: 'p1' }]],
+    ['deltas of two parts', [{ turnId: 't1', seq: 1, type: 'delta', text: 'x', partId: 'p1' }, { turnId: 't1', seq: 2, type: 'delta', text: 'y', partId: 'p2' }]],
     ['a delta with provider metadata', [{ turnId: 't1', seq: 1, type: 'delta', text: 'x', providerMetadata: { a: 1 } }]],
     ['an unknown event', [{ turnId: 't1', seq: 1, type: 'future', text: 'x' }]],
     ['another turn’s delta', deltas('t2', 1, 1)],
