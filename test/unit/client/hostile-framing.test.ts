@@ -90,7 +90,16 @@ describe('size caps (row 32)', () => {
         // Up to 64 MiB with no newline: the client must give up long before.
         while (written < 64 * 1024 * 1024 && !res.destroyed) {
           written += piece.length;
-          if (!res.write(piece)) await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+          if (!res.write(piece)) {
+            // Both listeners go once either fires: a 'close' listener left per wait piled up past Node's warning.
+            await new Promise<void>((resolve) => {
+              const done = (): void => {
+                res.off('drain', done).off('close', done);
+                resolve();
+              };
+              res.on('drain', done).on('close', done);
+            });
+          }
         }
         res.end();
       },
