@@ -1,17 +1,19 @@
 /**
  * One stream attempt: one request through the http port, its body read with
- * `@microsoft/fetch-event-source`'s parser alone (`getBytes` → `getLines` → `getMessages`).
+ * `@microsoft/fetch-event-source`'s parser alone (`getBytes` → `getLines`), its lines made
+ * messages by transport/sse-messages.ts (the data only).
  * The library's `fetchEventSource` loop is not used (docs/faults.md: it retries forever,
  * copies headers once, trusts the wire's `id:`, needs `window` and `document`); the
  * follower's machine decides every retry, and this file what the answer means.
  */
-import { getBytes, getLines, getMessages, type EventSourceMessage } from '@microsoft/fetch-event-source/lib/esm/parse.js';
+import { getBytes, getLines } from '@microsoft/fetch-event-source/lib/esm/parse.js';
 import { LifelineError, ProtocolError, TransportError } from '../errors.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import type { Clock } from '../ports/clock.js';
 import type { Page } from '../ports/page.js';
 import { endpoint, failureFromResponse } from '../transport/http.js';
 import { limitBody, type StreamLimits } from '../transport/sse-connection.js';
+import { sseMessages } from '../transport/sse-messages.js';
 
 /** What one attempt needs. */
 export interface StreamAttempt {
@@ -45,9 +47,6 @@ export type StreamEnd =
 
 /** Thrown out of the parser's callback to stop reading once a message failed the attempt. */
 const STOP = 0;
-
-/** The parser reports `id:` and `retry:` fields: neither is trusted (the cursor is ours, so is the backoff). */
-const ignore = (): void => {};
 
 /** `Lifeline-Heartbeat: <ms>` as a positive integer, else `undefined` (a hostile value is ignored). */
 export function parseHeartbeat(value: string | null): number | undefined {
@@ -86,11 +85,12 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
   const stopped = new Promise<void>((resolve) => {
     signal.addEventListener('abort', () => ((aborted = true), request.abort(), resolve()), { once: true });
   });
-  const onMessage = (message: EventSourceMessage): void => {
+  // `id:` and `retry:` are not read at all: the cursor is ours, so is the backoff.
+  const onMessage = (data: string | undefined): void => {
     // Aborted mid-chunk (turn.end, a gap): the rest of the chunk is not ours to apply.
     if (aborted) return;
-    // Heartbeats, comments, empty blocks and `event:` without data carry nothing.
-    const failure = attempt.onMessage((message.event !== 'heartbeat' && message.data) || undefined);
+    // Heartbeats, comments, empty blocks and `event:` without data carry nothing (undefined).
+    const failure = attempt.onMessage(data);
     if (failure) {
       failed(failure);
       throw STOP;
@@ -103,7 +103,7 @@ export async function runStreamAttempt(attempt: StreamAttempt): Promise<StreamEn
     if (code === 200 && /^text\/event-stream/i.test(String(response.headers.get('content-type')))) {
       attempt.onOpen(parseHeartbeat(response.headers.get('lifeline-heartbeat')));
       // A body the platform left out fails in getBytes like a broken one.
-      await getBytes(response.body!, getLines(getMessages(ignore, ignore, onMessage)));
+      await getBytes(response.body!, getLines(sseMessages(onMessage)));
       // The server closed cleanly: before turn.end (the follower aborts at turn.end), so a cut.
       failed({ error: new TransportError('network_error', 'Closed before turn.end.'), disposition: 'retry' }, true);
     } else if (code === 204) end = { kind: 'no-content' };
