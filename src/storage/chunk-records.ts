@@ -1,7 +1,8 @@
 /**
  * How the IndexedDB store keeps a chunk record (schema version 2). A run of plain text
  * deltas (`{ turnId, seq, type: 'delta', text }`, nearly every event of a turn, exactly
- * as the decoders make them) is stored as its texts alone: `put()` clones each record on
+ * as the decoders make them; or all with one `partId`, as the AI SDK agent logs a text
+ * part) is stored as its texts alone, the part once: `put()` clones each record on
  * the main thread, and an array of strings clones several times faster than as many
  * objects of four keys each (the key names and the turn id are written again for every
  * event). Any other chunk keeps its events. Version 1 records (events) stay readable.
@@ -21,7 +22,7 @@ export interface TextRunChunk {
 /** What object store `chunks` holds. */
 export type StoredChunk = EventChunk | TextRunChunk;
 
-/** The record stored for `chunk`: its texts when every event is a plain delta of its turn at its seq, else the chunk itself. */
+/** The record stored for `chunk`: its texts when every event is a plain delta of its turn at its seq, all of one part or none, else the chunk itself. */
 export function storedChunk(chunk: EventChunk): StoredChunk {
   const { turnId, firstSeq, lastSeq, events } = chunk;
   const partId = (events[0] as DeltaEvent | undefined)?.partId;

@@ -14,7 +14,7 @@
 /** ASCII codes of the letters the two field names are made of. */
 const D = 100, A = 97, T = 116, E = 101, V = 118, N = 110;
 
-/** True when `line` from `at` spells `data` (4 bytes) or `event` (5 bytes), per `length`. */
+/** Which of the two fields the follower reads `line` names from byte `at` (`length` bytes long), if either. */
 function isField(line: Uint8Array, at: number, length: number): 'data' | 'event' | undefined {
   if (length === 4 && line[at] === D && line[at + 1] === A && line[at + 2] === T && line[at + 3] === A) return 'data';
   if (length === 5 && line[at] === E && line[at + 1] === V && line[at + 2] === E && line[at + 3] === N && line[at + 4] === T) return 'event';
