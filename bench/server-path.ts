@@ -109,7 +109,7 @@ export async function benchServerPath(options: {
   runs?: number;
   deltas?: number;
   replayFollowers?: number;
-  /** Only the replay part (no CPU rows, no raw server): `--only server-replay`. */
+  /** Only the replay part (no CPU rows): `--only server-replay`. */
   replayOnly?: boolean;
 }): Promise<ServerPathResult> {
   const { log, replayOnly = false } = options;
@@ -118,16 +118,17 @@ export async function benchServerPath(options: {
   const replayFollowers = options.replayFollowers ?? 1000;
   const redis = await startRedisServer();
   const servers = {
-    raw: replayOnly ? undefined : await startServerChild('raw'),
+    raw: await startServerChild('raw'),
     memory: await startServerChild('memory'),
     redis: await startServerChild('redis', redis.url),
   };
   const rows: PathRow[] = [];
   try {
-    if (!replayOnly) rows.push(...(await cpuRows({ memory: servers.memory, redis: servers.redis, raw: servers.raw as ServerChild }, redis.url, runs, deltas, log)));
+    if (!replayOnly) rows.push(...(await cpuRows(servers, redis.url, runs, deltas, log)));
     const replay: ReplayRow[] = [];
-    for (const mode of ['memory', 'redis'] as const) {
-      const row = { log: mode === 'memory' ? 'memory log' : 'Redis', ...(await replayUnderLoad(servers[mode], mode, deltas, replayFollowers)) };
+    const names = { raw: 'raw Node SSE (baseline)', memory: 'memory log', redis: 'Redis' };
+    for (const mode of ['raw', 'memory', 'redis'] as const) {
+      const row = { log: names[mode], baseline: mode === 'raw', ...(await replayUnderLoad(servers[mode], mode, deltas, replayFollowers)) };
       const { idle, catchUp, loaded } = row;
       log(
         `  replay on ${mode}: p50 ${fixed(idle.p50, 2)} ms idle (${replayParts(idle)}); ${fixed(loaded.p50, 2)} ms under ${replayFollowers} caught-up followers (${replayParts(loaded)}; followers ${loaded.behind} → ${loaded.behindAfter ?? '?'} events behind); ${fixed(catchUp.p50, 2)} ms during catch-up (followers ${catchUp.behind} events behind, in this process)`,
@@ -136,7 +137,7 @@ export async function benchServerPath(options: {
     }
     return { deltas, runs, rows, replay, replayFollowers, replayEvents: deltas + 2 };
   } finally {
-    for (const server of Object.values(servers)) await server?.stop();
+    for (const server of Object.values(servers)) await server.stop();
     await redis.stop();
   }
 }

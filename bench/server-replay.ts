@@ -8,7 +8,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { followToEnd, holdFollowers, holdFollowersElsewhere, startTurn, type HeldFollowers, type ReplaySeen, type ServerChild } from './lib/server-clients.js';
-import { fixed, quantile } from './lib/stats.js';
+import { fixed, median, quantile } from './lib/stats.js';
 
 /**
  * Full replays timed in one condition: p50 as this process saw it, and where that time went (p50 of each part): from
@@ -33,11 +33,20 @@ export interface ReplayTiming {
 
 export interface ReplayRow {
   log: string;
+  /** The raw Node SSE server: the floor the logs are read against, no target of its own. */
+  baseline: boolean;
+  /** The idle figure before the first loaded round (the table's idle column). */
   idle: ReplayTiming;
   /** Followers in this process, timed the moment the last one answered (the method before). */
   catchUp: ReplayTiming;
-  /** Followers in their own process, every one caught up to the live turn's head. */
+  /** The loaded round whose ratio is the median: followers in their own process, every one caught up. */
   loaded: ReplayTiming;
+  /**
+   * Each loaded round's p50 over the mean of the idle p50s just before and just after it:
+   * the machine's own drift (idle p50s of one server moved 1.1-2.3 ms between runs) counts
+   * on both sides of every ratio.
+   */
+  ratios: number[];
 }
 
 /** ms on the machine's monotonic clock, comparable with the server child's (see ReplaySeen). */
@@ -85,27 +94,45 @@ async function headOf(replayUrl: string): Promise<number> {
 /** A follower this many events behind the head (100 ms of the agent's pace) has caught up. */
 const CAUGHT_UP_EVENTS = 20;
 
-/** Resolves once every held follower is within CAUGHT_UP_EVENTS of the live turn's head; the events the last look found. */
+/** Longest wait for the followers to catch up: the raw baseline writes every frame to every follower and may never. */
+const CATCH_UP_MS = 5_000;
+
+/**
+ * Resolves once every held follower is within CAUGHT_UP_EVENTS of the live turn's head, or CATCH_UP_MS passed;
+ * the events the last look found (the report shows them, so a server that could not keep up is plain).
+ */
 async function caughtUp(held: HeldFollowers, liveReplay: string): Promise<number> {
+  const until = performance.now() + CATCH_UP_MS;
   for (;;) {
     const behind = await held.behind(await headOf(liveReplay));
-    if (behind <= CAUGHT_UP_EVENTS) return behind;
+    if (behind <= CAUGHT_UP_EVENTS || performance.now() > until) return behind;
     await delay(100);
   }
 }
+
+/** Ends a live turn started for load, so it does not load the server after its round. */
+async function cancelTurn(replayUrl: string): Promise<void> {
+  const response = await fetch(replayUrl.replace(/\?.*$/, '/cancel'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  await response.arrayBuffer();
+  if (response.status !== 202 && response.status !== 200) throw new Error(`cancel answered ${response.status}`);
+}
+
+/** Loaded rounds, each between two idle measurements. */
+const ROUNDS = 3;
 
 /**
  * Full replay p50 of a finished turn: on the idle server; then while `followers` follow a
  * live turn, timed the moment the last follower answered with the followers in this
  * process (the method before; the bench's own loop reading 1 000 streams delays the
- * answers it times); then with the followers in their own process, every one caught up.
+ * answers it times); then ROUNDS times with the followers in their own process, every
+ * one caught up, each round between two idle measurements. Each live turn is cancelled
+ * when its round ends.
  */
-export async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis', deltas: number, followers: number): Promise<Omit<ReplayRow, 'log'>> {
+export async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'redis' | 'raw', deltas: number, followers: number): Promise<Omit<ReplayRow, 'log' | 'baseline'>> {
   const finished = await startTurn(server, mode, deltas);
   await followToEnd(finished.follow);
   // Warm: V8 optimises the replay path over its first few hundred calls; after 10, the idle figure measured that too.
   await replayTimes(finished.replay, 300);
-  const idle = await timeReplays(server, finished.replay, 40, 0);
   // Long enough to outlast each measurement: 30 s of events at the agent's pace.
   const first = await startTurn(server, mode, 6000);
   const near = await holdFollowers(first.follow, followers);
@@ -115,17 +142,27 @@ export async function replayUnderLoad(server: ServerChild, mode: 'memory' | 'red
     catchUp = await timeReplays(server, finished.replay, 40, behind);
   } finally {
     await near.close();
+    await cancelTurn(first.replay);
   }
-  const second = await startTurn(server, mode, 6000);
-  const apart = await holdFollowersElsewhere(second.follow, followers);
-  try {
-    const behind = await caughtUp(apart, second.replay);
-    const loaded = await timeReplays(server, finished.replay, 40, behind);
-    loaded.behindAfter = await apart.behind(await headOf(second.replay));
-    return { idle, catchUp, loaded };
-  } finally {
-    await apart.close();
+  const idles = [await timeReplays(server, finished.replay, 40, 0)];
+  const rounds: ReplayTiming[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const live = await startTurn(server, mode, 6000);
+    const apart = await holdFollowersElsewhere(live.follow, followers);
+    try {
+      const behind = await caughtUp(apart, live.replay);
+      const loaded = await timeReplays(server, finished.replay, 40, behind);
+      loaded.behindAfter = await apart.behind(await headOf(live.replay));
+      rounds.push(loaded);
+    } finally {
+      await apart.close();
+      await cancelTurn(live.replay);
+    }
+    idles.push(await timeReplays(server, finished.replay, 40, 0));
   }
+  const ratios = rounds.map((loaded, i) => loaded.p50 / ((idles[i] as ReplayTiming).p50 / 2 + (idles[i + 1] as ReplayTiming).p50 / 2));
+  const middle = ratios.indexOf([...ratios].sort((x, y) => x - y)[Math.floor(ROUNDS / 2)] as number);
+  return { idle: idles[0] as ReplayTiming, catchUp, loaded: rounds[middle] as ReplayTiming, ratios };
 }
 
 /** Where a replay's time went, for the log. */
@@ -138,14 +175,14 @@ const verdict = (ratio: number, target: number): string => (ratio <= target ? 'm
 export function replayReport(result: { replay: ReplayRow[]; replayFollowers: number; replayEvents: number }): string[] {
   const { replay } = result;
   return [
-    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle). *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. Where the time went (p50 of each part, read on the machine's monotonic clock, one for both processes): *to the listener* from the bench sending the request to the server's listener call (the client's own send, then the request waiting for the server's event loop); *in the server* from there to the answer's last byte handed to the socket; *to the bench* from there to the answer read in the bench's process; *slices*: the fan-out's slices (setImmediate calls) that ran while a replay was in the server; loop p99 and busy: the server's event-loop delay and utilisation while the replays ran. The followers stayed within the catch-up bound while the replays ran (checked again after them).`,
+    `Full replay (one request, \`after=0&limit=10000\`) of a finished ${result.replayEvents}-event turn, p50 of 40 as the bench's process sees it, on the idle server and while ${result.replayFollowers} followers follow one live turn on it (target: within 2× of idle; the raw Node SSE server of the CPU rows, answering the replay from its events in memory, shows what the same load does to a server with no log at all). *Idle*: after the catch-up measurement below, its live turn cancelled. *Under ${result.replayFollowers} followers*: the followers in a process of their own, every one within ${CAUGHT_UP_EVENTS} events of the live turn's head before the timing starts; ${ROUNDS} such rounds, each on a live turn of its own (cancelled when the round ends) and between two idle measurements: the ratio is the median of the rounds' ratios, each its loaded p50 over the mean of the idle p50s just before and after it, so the machine's drift counts on both sides; the other columns show the first idle measurement and the median round. *During catch-up* (the method before): the followers in the bench's own process, timed the moment the last one answered; reading their streams keeps that process's event loop busy, which delays the answers it times. Where the time went (p50 of each part, read on the machine's monotonic clock, one for both processes): *to the listener* from the bench sending the request to the server's listener call (the client's own send, then the request waiting for the server's event loop); *in the server* from there to the answer's last byte handed to the socket; *to the bench* from there to the answer read in the bench's process; *slices*: the fan-out's slices (setImmediate calls) that ran while a replay was in the server; loop p99 and busy: the server's event-loop delay and utilisation while the replays ran. *Behind*: how many events the furthest-behind follower was short of the live turn's head when the timing started and when it ended (more than ${CAUGHT_UP_EVENTS}: the server did not keep up with its followers, and the figure is for a server falling behind).`,
     '',
-    '| log | idle p50 ms | under load p50 ms | ratio | to the listener ms, idle → under load | in the server ms | to the bench ms | slices in the server, under load | server loop p99 ms / busy, under load | during catch-up p50 ms (followers behind) | ratio |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...replay.map(({ log, idle, loaded, catchUp }) => {
-      const ratio = loaded.p50 / idle.p50;
+    '| log | idle p50 ms | under load p50 ms | ratio | to the listener ms, idle → under load | in the server ms | to the bench ms | slices in the server, under load | server loop p99 ms / busy, under load | behind, start → end | during catch-up p50 ms (followers behind) | ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...replay.map(({ log, baseline, idle, loaded, catchUp, ratios }) => {
+      const ratio = median(ratios);
       const change = (of: (timing: ReplayTiming) => number): string => `${fixed(of(idle), 2)} → ${fixed(of(loaded), 2)}`;
-      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(ratio, 2)}× (${verdict(ratio, 2)}) | ${change((timing) => timing.waitP50)} | ${change((timing) => timing.serverP50)} | ${change((timing) => timing.deliverP50)} | ${fixed(loaded.slicesP50, 0)} | ${fixed(loaded.loopP99, 1)} / ${fixed(loaded.busy * 100, 0)} % | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
+      return `| ${log} | ${fixed(idle.p50, 2)} | ${fixed(loaded.p50, 2)} | ${fixed(ratio, 2)}× (${baseline ? 'no target' : verdict(ratio, 2)}; rounds ${ratios.map((value) => fixed(value, 2)).join(', ')}) | ${change((timing) => timing.waitP50)} | ${change((timing) => timing.serverP50)} | ${change((timing) => timing.deliverP50)} | ${fixed(loaded.slicesP50, 0)} | ${fixed(loaded.loopP99, 1)} / ${fixed(loaded.busy * 100, 0)} % | ${loaded.behind} → ${loaded.behindAfter ?? '?'} | ${fixed(catchUp.p50, 2)} (${catchUp.behind} events) | ${fixed(catchUp.p50 / idle.p50, 2)}× |`;
     }),
   ];
 }

@@ -3,7 +3,8 @@
  * answered on `GET /cpu`) is its own: `MODE=memory` or `MODE=redis` (with `REDIS_URL`)
  * is the Lifeline reference server under `/api`; `MODE=raw` is the baseline, a plain
  * Node SSE server that produces the same events and writes each one, serialised once,
- * to every follower. Both produce at the same pace: two 16-character deltas every
+ * to every follower, answers a full replay from its events in memory (under `/api` too,
+ * like Lifeline's) and stops a turn on cancel. Both produce at the same pace: two 16-character deltas every
  * `TICK_MS` (default 10), as many as the submitted content says. Prints `{"port":N}`
  * once it listens. `GET /cpu` answers its CPU so far, `GET /stats` its event-loop delay
  * and, for each full replay (`?after=0&limit=10000`) since the last look, when it was
@@ -57,11 +58,17 @@ function lifeline(): (req: IncomingMessage, res: ServerResponse) => void {
 
 interface RawTurn {
   frames: string[];
+  /** The events as objects, for the replay route. */
+  events: object[];
   ended: boolean;
   followers: Set<ServerResponse>;
 }
 
-/** The baseline: what a hand-written SSE endpoint does, nothing more (no log, no resume, no checks). */
+/**
+ * The baseline: what a hand-written SSE endpoint does, nothing more (no log, no resume, no checks): every frame
+ * written to every follower as it is produced, a replay answered from the events in memory, a cancel that stops
+ * the producer.
+ */
 function raw(): (req: IncomingMessage, res: ServerResponse) => void {
   const turns = new Map<string, RawTurn>();
   let ids = 0;
@@ -69,13 +76,16 @@ function raw(): (req: IncomingMessage, res: ServerResponse) => void {
     let seq = 0;
     const push = (type: string, body: object): void => {
       seq++;
-      const frame = `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify({ turnId, seq, type, ...body })}\n\n`;
+      const event = { turnId, seq, type, ...body };
+      const frame = `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify(event)}\n\n`;
+      turn.events.push(event);
       turn.frames.push(frame);
       for (const res of turn.followers) res.write(frame);
     };
     push('turn.start', { messageId: 'm', conversationId: 'c', createdAt: new Date().toISOString() });
     let length = 0;
     for await (const text of paced(count)) {
+      if (turn.ended) return;
       length += text.length;
       push('delta', { text });
     }
@@ -87,13 +97,24 @@ function raw(): (req: IncomingMessage, res: ServerResponse) => void {
     const url = new URL(req.url ?? '/', 'http://raw');
     if (req.method === 'POST' && url.pathname === '/turns') {
       const turnId = `raw${++ids}`;
-      const turn: RawTurn = { frames: [], ended: false, followers: new Set() };
+      const turn: RawTurn = { frames: [], events: [], ended: false, followers: new Set() };
       turns.set(turnId, turn);
       void produce(turnId, turn, Number(url.searchParams.get('deltas') ?? 0));
       return void res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ turnId }));
     }
-    const turn = turns.get(/^\/turns\/([^/]+)\/events$/.exec(url.pathname)?.[1] ?? '');
+    const [, turnId = '', action] = /^(?:\/api)?\/turns\/([^/]+)(?:\/(events|cancel))?$/.exec(url.pathname) ?? [];
+    const turn = turns.get(turnId);
     if (!turn) return void res.writeHead(404).end();
+    if (action === 'cancel') {
+      turn.ended = true;
+      for (const follower of turn.followers) follower.end();
+      return void res.writeHead(202, { 'content-type': 'application/json' }).end('{}');
+    }
+    if (action === undefined) {
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const events = turn.events.slice(after, after + Number(url.searchParams.get('limit') ?? 100));
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ turn: { lastSeq: turn.events.length }, events }));
+    }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
     res.write(turn.frames.join(''));
     if (turn.ended) return void res.end();

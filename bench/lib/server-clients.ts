@@ -88,7 +88,7 @@ export async function startTurn(server: ServerChild, mode: 'memory' | 'redis' | 
   const n = submitted++;
   if (mode === 'raw') {
     const { turnId } = (await (await fetch(`${server.origin}/turns?deltas=${deltas}`, { method: 'POST' })).json()) as { turnId: string };
-    return { follow: `${server.origin}/turns/${turnId}/events`, replay: '' };
+    return { follow: `${server.origin}/turns/${turnId}/events`, replay: `${server.origin}/api/turns/${turnId}?after=0&limit=10000` };
   }
   const response = await fetch(`${server.origin}/api/conversations/bench-${n % 7}/messages`, {
     method: 'POST',
