@@ -20,6 +20,7 @@ import { backoffStep, type RetryPolicy } from '../core/backoff.js';
 import { thrownFailure, type Failure } from '../core/failure-policy.js';
 import { asLifelineError } from '../errors.js';
 import { sha256Hex } from '../protocol/integrity.js';
+import { onAbort } from '../runtime/on-abort.js';
 import { sleep } from '../runtime/sleep.js';
 import { deadline } from '../runtime/deadline.js';
 import { realTimers } from '../ports/timers.js';
@@ -238,13 +239,14 @@ export function createReceiptQueue(deps: ReceiptDeps): ReceiptQueue {
 
 function waitOnline(network: NetworkMonitor, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const done = (): void => {
       unsubscribe();
-      signal.removeEventListener('abort', done);
+      stopWaiting();
       resolve();
     };
+    const stopWaiting = onAbort(signal, done);
     const unsubscribe = network.subscribe((online: boolean) => online && done());
-    signal.addEventListener('abort', done, { once: true });
-    if (network.online() || signal.aborted) done();
+    if (network.online()) done();
   });
 }

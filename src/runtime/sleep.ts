@@ -4,6 +4,7 @@
  * try/catch and cannot leave an unhandled rejection behind.
  */
 import { realTimers, type Timers } from '../ports/timers.js';
+import { onAbort } from './on-abort.js';
 
 /**
  * Resolves `true` once `ms` have passed on `timers`, or `false` as soon as `signal` aborts
@@ -15,11 +16,10 @@ export function sleep(ms: number, signal?: AbortSignal, timers: Timers = realTim
     if (signal?.aborted) return resolve(false);
     const end = (elapsed: boolean): void => {
       timers.clear(timer);
-      signal?.removeEventListener('abort', stop);
+      stop?.();
       resolve(elapsed);
     };
-    const stop = (): void => end(false);
+    const stop = signal && onAbort(signal, () => end(false));
     const timer = timers.set(() => end(true), ms);
-    signal?.addEventListener('abort', stop, { once: true });
   });
 }
