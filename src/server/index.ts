@@ -2,7 +2,7 @@
 // and runs without Node (edge functions, Next.js routes, Deno, Bun). The Node `http` adapter
 // is its own entry, `lifeline-chat/server/node` (./node/index.ts).
 export type { TurnLog, StoredTurn, ExpiredTurn, NewTurn, IdempotencyRecord, NewTurnEvent, EventPage, DeliveryOutcome, StopRequest } from './log/turn-log.js';
-export type { OperatorQuery } from './log/operator-index.js';
+export type { OperatorQuery } from './log/turn-log.js';
 export type { OperatorAuditEntry } from './http/operator-access.js';
 export type { MeterLike, CounterLike, HistogramLike } from './metrics.js';
 export { DEFAULT_PAGE_BYTES, eventSize, isExpiredTurn } from './log/turn-log.js';

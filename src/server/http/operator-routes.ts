@@ -13,7 +13,7 @@ import { parseLimit, resumePoint } from './request-parsing.js';
 import { HttpError, jsonResponse } from './responses.js';
 import { readSmallJson } from './small-json.js';
 import { isEnded, turnObject } from './turn-routes.js';
-import type { OperatorQuery } from '../log/operator-index.js';
+import type { OperatorQuery } from '../log/turn-log.js';
 import { isExpiredTurn, type StoredTurn } from '../log/turn-log.js';
 
 const LIST_PARAMS = new Set(['state', 'principal', 'conversation', 'since', 'limit']);

@@ -12,7 +12,8 @@
  * repairs; no listing ever shows a turn in a state its record does not have.
  */
 import type { OperatorState } from '../../protocol/server-schemas.js';
-import { isExpiredTurn, type ExpiredTurn, type StoredTurn } from './turn-log.js';
+import { isExpiredTurn, type ExpiredTurn, type OperatorQuery, type StoredTurn } from './turn-log.js';
+
 
 /** The sets a turn can be in; `ended`: ended, delivery still pending (the undelivered candidates). */
 export type Bucket = 'live' | 'ended' | 'mismatch' | 'failed';
@@ -33,20 +34,6 @@ export interface SortedSets {
   range(set: string, min: number, max: number, offset: number, count: number): Promise<IndexEntry[]>;
   /** Drops entries scored below `before` (turns retention removed for certain). */
   trim(set: string, before: number): Promise<void>;
-}
-
-/** What an operator listing asks for (the route has checked every field). */
-export interface OperatorQuery {
-  state: OperatorState;
-  principal?: string;
-  conversationId?: string;
-  /** Only turns that entered the state at or after this, ms since the epoch. */
-  sinceMs?: number;
-  limit: number;
-  /** A live turn with nothing logged for this long is stuck, ms. */
-  stuckAfterMs: number;
-  /** An ended turn with no receipt this long after its end is undelivered, ms. */
-  undeliveredAfterMs: number;
 }
 
 /** Reads a turn's record for the listing (a store may end a turn whose producer it finds gone). */

@@ -1,6 +1,5 @@
 import type { JsonObject, MessageContent, ServerTurnStatus, TurnEndStatus, TurnEvent, TurnObject } from '../../protocol/schemas.js';
-import type { ReceiptBody } from '../../protocol/server-schemas.js';
-import type { OperatorQuery } from './operator-index.js';
+import type { OperatorState, ReceiptBody } from '../../protocol/server-schemas.js';
 
 /**
  * A turn's record as a store keeps it. `principal` scopes visibility (see
@@ -146,6 +145,20 @@ export interface WaitOptions {
    * wake on Redis). Default false.
    */
   justRead?: boolean;
+}
+
+/** What an operator listing asks for (the route has checked every field). */
+export interface OperatorQuery {
+  state: OperatorState;
+  principal?: string;
+  conversationId?: string;
+  /** Only turns that entered the state at or after this, ms since the epoch. */
+  sinceMs?: number;
+  limit: number;
+  /** A live turn with nothing logged for this long is stuck, ms. */
+  stuckAfterMs: number;
+  /** An ended turn with no receipt this long after its end is undelivered, ms. */
+  undeliveredAfterMs: number;
 }
 
 /**

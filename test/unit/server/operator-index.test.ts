@@ -4,9 +4,9 @@
  * is invisible or repaired, never a wrong listing.
  */
 import { describe, expect, it } from 'vitest';
-import { OperatorIndex, type OperatorQuery } from '../../../src/server/log/operator-index.js';
+import { OperatorIndex } from '../../../src/server/log/operator-index.js';
 import { MemorySortedSets } from '../../../src/server/log/memory/sorted-sets.js';
-import type { StoredTurn } from '../../../src/server/log/turn-log.js';
+import type { OperatorQuery, StoredTurn } from '../../../src/server/log/turn-log.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number): string => new Date(T0 + ms).toISOString();

@@ -3,8 +3,8 @@ import { MemoryTurnStore } from './turn-store.js';
 import type { EventPage, ExpiredTurn, IdempotencyRecord, NewTurn, NewTurnEvent, StoredTurn, TurnLog } from '../turn-log.js';
 import type { TurnEvent } from '../../../protocol/schemas.js';
 import type { ReceiptBody } from '../../../protocol/server-schemas.js';
-import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
-import type { DeliveryOutcome, StopRequest } from '../turn-log.js';
+import { OperatorIndex } from '../operator-index.js';
+import type { DeliveryOutcome, OperatorQuery, StopRequest } from '../turn-log.js';
 import { MemorySortedSets } from './sorted-sets.js';
 
 /** Options of {@link createMemoryTurnLog}. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TurnEvent } from '../../../protocol/schemas.js';
 import type { ReceiptBody } from '../../../protocol/server-schemas.js';
-import { OperatorIndex, type OperatorQuery } from '../operator-index.js';
+import { OperatorIndex } from '../operator-index.js';
 import { decodeStop, encodeStop, recordDelivery } from './delivery.js';
 import { RedisSortedSets } from './operator-sets.js';
 import type { Cluster, Redis } from 'ioredis';
@@ -31,6 +31,7 @@ import {
   type StoredTurn,
   type TurnLog,
   type DeliveryOutcome,
+  type OperatorQuery,
   type StopRequest,
   type WaitOptions,
 } from '../turn-log.js';
