@@ -29,6 +29,8 @@ import { measureBundleSizes, sizeTable } from '../scripts/size.mjs';
 interface Section {
   id: string;
   title: string;
+  /** Runs only when `--only` names it: a part of another section, for a quicker look at it alone. */
+  named?: true;
   run(server: BenchServer, log: (line: string) => void): Promise<string>;
 }
 
@@ -105,6 +107,7 @@ const SECTIONS: Section[] = [
   {
     id: 'server-replay',
     title: "The server's fast path: only the replay under 1 000 followers (bench/server-replay.ts)",
+    named: true,
     run: async (_server, log) => serverPathReport(await benchServerPath({ log, replayOnly: true })),
   },
   {
@@ -141,7 +144,7 @@ function machine(): string[] {
 
 async function main(): Promise<void> {
   const only = values.only?.split(',').map((id) => id.trim());
-  const selected = SECTIONS.filter((section) => !only || only.includes(section.id));
+  const selected = SECTIONS.filter((section) => (only ? only.includes(section.id) : !section.named));
   const head = machine();
   console.log(['Lifeline benchmarks', ...head].join('\n'));
   if (!values['no-build']) {
