@@ -19,13 +19,15 @@ const WINDOW_BYTES = 1024 * 1024;
  * thousands of sockets in one synchronous burst would keep every other request (a
  * replay, a submission) waiting until the last socket was written. Each wake is one
  * socket write at least (a syscall, whatever its size), so the slice is counted in
- * followers: at 1 000 followers of one turn on two busy cores, slices of 64 kept a
- * replay waiting 2.2-6.3 ms p50 to reach its handler and, on Redis, 5.5-8.1 ms inside it
- * (a slice always runs between its command and the answer); slices of 16: 0.5-1.8 and
- * 1.3-3.3 ms (bench/server-path.ts). One more loop turn per 16 writes costs little
- * beside them.
+ * followers. At 1 000 followers of one turn on two busy cores (bench/server-path.ts, a
+ * full replay's p50 under that load over the idle one's, median of three rounds per
+ * run): slices of 64 kept a replay waiting 2.2-6.3 ms p50 to reach its handler; of 16,
+ * the ratio was 1.55-3.49 on Redis (median of 11 runs 2.07) and 1.32-2.32 on the memory
+ * log (2.04); of 4, 1.08-2.12 (1.63) and 1.38-2.44 (1.63), with CPU per delivered event
+ * at 10 and 50 followers unchanged within the noise. A setImmediate per 4 writes costs
+ * little beside them.
  */
-const WAKE_SLICE = 16;
+const WAKE_SLICE = 4;
 /**
  * Bytes written in one slice before it ends early: followers catching up write up to
  * FOLLOW_CHUNK_BYTES per step, several steps per wake while their socket takes them, and
