@@ -1,27 +1,13 @@
 /**
- * What a conformance check is and how it reports: a check throws {@link CheckFailure}
- * to fail with a reason and {@link CheckSkip} to skip with one; returning a string
- * passes with that note. Anything else thrown (a timeout, a refused connection) is a
+ * How a conformance check reports (what a check is: run-context.ts): a check throws
+ * {@link CheckFailure} to fail with a reason and {@link CheckSkip} to skip with one;
+ * returning a string passes with that note. Anything else thrown (a timeout, a refused connection) is a
  * failure too: a server that does not answer does not conform.
  */
-import type { RunContext } from './context.js';
-
 /** Protocol sections a check belongs to; `s0` is the page's preamble (error bodies, JSON). */
 export type SectionId = 's0' | 's1' | 's2' | 's3' | 's4' | 's5' | 's9' | 's10' | 's11';
 
 export type CheckStatus = 'pass' | 'fail' | 'skip';
-
-/** One check of the suite. */
-export interface Check {
-  /** Stable id, `<section>.<name>`, e.g. `s2.seq-contiguous`. */
-  id: string;
-  /** One line: what a conforming server does. */
-  title: string;
-  /** Where docs/protocol.md 1.1 says so, e.g. `§2 "seq = 1, 2, 3 … with no gaps"`. */
-  rule: string;
-  /** Resolves with a note on pass; throws {@link CheckFailure} or {@link CheckSkip}. */
-  run(context: RunContext): Promise<string>;
-}
 
 /** The outcome of one check. */
 export interface CheckResult {

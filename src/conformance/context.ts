@@ -1,10 +1,9 @@
 /**
- * The state of one run: settings, unique ids, the error answers seen so far, and the
- * turns checks share (each made once, on first use, so `--only` runs only what it needs).
+ * The state of one run below its shared turns: settings, unique ids and the error answers
+ * seen so far (the turn fixtures are built on it; run-context.ts adds them).
  */
 import type { CheckResult } from './check.js';
 import type { Answer, HttpSettings } from './http.js';
-import { createTurnFixtures, type TurnFixtures } from './fixtures.js';
 
 /** Options of {@link runConformance}. */
 export interface ConformanceOptions {
@@ -33,8 +32,8 @@ export interface ConformanceOptions {
   onResult?: (result: CheckResult) => void;
 }
 
-/** What checks get. */
-export interface RunContext {
+/** What the turn fixtures, and through RunContext every check, get. */
+export interface BaseContext {
   readonly http: HttpSettings;
   readonly options: Readonly<ResolvedOptions>;
   /** A conversation id unique to this run and `name`. */
@@ -43,11 +42,7 @@ export interface RunContext {
   newKey(): string;
   /** Every answer with status ≥ 400 so far. */
   readonly errorAnswers: readonly Answer[];
-  readonly turns: TurnFixtures;
 }
-
-/** The context before its shared turns exist (what the turn fixtures themselves use). */
-export type BaseContext = Omit<RunContext, 'turns'>;
 
 export interface ResolvedOptions {
   timeoutMs: number;
@@ -59,8 +54,8 @@ export interface ResolvedOptions {
   operatorHeaders: Record<string, string> | undefined;
 }
 
-/** Builds the context of one run. */
-export function createRunContext(options: ConformanceOptions): RunContext {
+/** Builds the context of one run, its shared turns aside. */
+export function createBaseContext(options: ConformanceOptions): BaseContext {
   const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   const errorAnswers: Answer[] = [];
   const http: HttpSettings = {
@@ -79,12 +74,11 @@ export function createRunContext(options: ConformanceOptions): RunContext {
     operatorHeaders: options.operatorHeaders,
   };
   let keys = 0;
-  const base: BaseContext = {
+  return {
     http,
     options: resolved,
     conversationId: (name) => `conf-${runId}-${name}`,
     newKey: () => `conformance-${runId}-${++keys}`,
     errorAnswers,
   };
-  return { ...base, turns: createTurnFixtures(base) };
 }

@@ -3,7 +3,7 @@
  * turns (section 4) and a turn's replay pages (section 3).
  */
 import { CheckFailure, expect } from './check.js';
-import type { RunContext } from './context.js';
+import type { RunContext } from './run-context.js';
 import { expectContentType, expectStatus, jsonOf, request } from './http.js';
 import { eventProblem, turnObjectProblem, type WireEvent } from './wire.js';
 

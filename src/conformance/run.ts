@@ -1,8 +1,9 @@
 /** Runs the suite: picks the checks, runs them one by one, and tallies the results. */
 import { LifelineError } from '../errors.js';
-import { CheckFailure, CheckSkip, sectionOf, type Check, type CheckResult, type CheckStatus } from './check.js';
+import { CheckFailure, CheckSkip, sectionOf, type CheckResult, type CheckStatus } from './check.js';
 import { ALL_CHECKS } from './checks/index.js';
-import { createRunContext, type ConformanceOptions, type RunContext } from './context.js';
+import type { ConformanceOptions } from './context.js';
+import { createRunContext, type Check, type RunContext } from './run-context.js';
 
 /** What {@link runConformance} resolves with. */
 export interface ConformanceReport {

@@ -1,6 +1,6 @@
 /** Section 5: cancelling a turn. */
-import { CheckFailure, expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckFailure, expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import { openFollow } from '../event-stream.js';
 import { eventsOf } from '../fixtures.js';
 import { expectContentType, expectError, expectStatus, jsonOf, request } from '../http.js';

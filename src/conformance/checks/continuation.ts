@@ -4,8 +4,8 @@
  * agent was handed); a server whose agent does not know that step predates 1.2 and is
  * skipped with that reason, never passed.
  */
-import { CheckFailure, CheckSkip, expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckFailure, CheckSkip, expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import type { FollowedTurn } from '../fixtures.js';
 import { expectStatus, postJson } from '../http.js';
 import { listTurns, replayPage } from '../reads.js';

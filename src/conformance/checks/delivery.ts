@@ -3,8 +3,8 @@
  * answers `404 not_found`, every check is skipped with the reason.
  */
 import { sha256Hex } from '../../protocol/integrity.js';
-import { CheckFailure, CheckSkip, expect, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckFailure, CheckSkip, expect } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import { openFollow } from '../event-stream.js';
 import { eventsOf, type FollowedTurn } from '../fixtures.js';
 import { errorBodyProblem, expectContentType, expectError, expectStatus, jsonOf, postJson, type Answer } from '../http.js';

@@ -1,5 +1,6 @@
 /** The page's preamble: every error answer has the typed body. Runs last, over every error the run saw. */
-import { CheckFailure, type Check } from '../check.js';
+import { CheckFailure } from '../check.js';
+import type { Check } from '../run-context.js';
 import { errorBodyProblem, request } from '../http.js';
 
 const errorBodies: Check = {

@@ -1,5 +1,6 @@
 /** Section 2: heartbeats, the Lifeline-Heartbeat header, and a live stream that never falls silent. */
-import { CheckFailure, expect, expectJsonEqual, type Check } from '../check.js';
+import { CheckFailure, expect, expectJsonEqual } from '../check.js';
+import type { Check } from '../run-context.js';
 import { heartbeatHeader } from '../fixtures.js';
 import { expectedEvents, pauseScript } from '../script.js';
 import { framingProblem, expectWholeTurn } from './stream.js';

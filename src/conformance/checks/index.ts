@@ -1,5 +1,5 @@
 /** Every check, in the order they run: the preamble's check last, as it judges every error seen. */
-import type { Check } from '../check.js';
+import type { Check } from '../run-context.js';
 import { cancelChecks } from './cancel.js';
 import { deliveryChecks } from './delivery.js';
 import { operatorChecks } from './operator.js';

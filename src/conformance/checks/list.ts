@@ -1,6 +1,6 @@
 /** Section 4: listing a conversation's turns. */
-import { expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import type { SubmittedTurn } from '../fixtures.js';
 import { expectContentType, expectError, expectStatus, jsonOf, request } from '../http.js';
 import { listTurns } from '../reads.js';

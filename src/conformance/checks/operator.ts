@@ -4,8 +4,8 @@
  * against a 1.1 server (no receipt route, so no operator API either).
  */
 import { sha256Hex } from '../../protocol/integrity.js';
-import { CheckSkip, expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckSkip, expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import { expectContentType, expectError, expectStatus, jsonOf, request, type Answer } from '../http.js';
 import { expectTurnObject, replayAll, type WireTurn } from '../reads.js';
 import { holdScript, scriptContent } from '../script.js';

@@ -1,5 +1,6 @@
 /** Section 3: replaying a turn as JSON, its paging, and its errors. */
-import { CheckFailure, expect, expectJsonEqual, type Check } from '../check.js';
+import { CheckFailure, expect, expectJsonEqual } from '../check.js';
+import type { Check } from '../run-context.js';
 import { openFollow } from '../event-stream.js';
 import { expectError, request } from '../http.js';
 import { replayAll, replayPage } from '../reads.js';

@@ -1,6 +1,6 @@
 /** Section 2: resuming a turn by Last-Event-ID and ?after=, and the resume-point errors. */
-import { CheckFailure, expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckFailure, expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import { followToEnd, openFollow, type ResumePoint } from '../event-stream.js';
 import { eventsOf } from '../fixtures.js';
 import { expectError, request, type Answer } from '../http.js';

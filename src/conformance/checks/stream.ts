@@ -1,6 +1,7 @@
 /** Section 2: one followed turn, from its headers to its last event. */
 import { createHash } from 'node:crypto';
-import { CheckFailure, clip, expect, expectJsonEqual, type Check } from '../check.js';
+import { CheckFailure, clip, expect, expectJsonEqual } from '../check.js';
+import type { Check } from '../run-context.js';
 import type { FollowStream } from '../event-stream.js';
 import { expectedEvents, failScript, shapeScript } from '../script.js';
 import { eventProblem, textOf, type WireEvent } from '../wire.js';

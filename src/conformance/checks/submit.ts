@@ -1,6 +1,6 @@
 /** Section 1: submitting a message, and idempotency. */
-import { CheckFailure, expect, expectJsonEqual, type Check } from '../check.js';
-import type { RunContext } from '../context.js';
+import { CheckFailure, expect, expectJsonEqual } from '../check.js';
+import type { Check, RunContext } from '../run-context.js';
 import { errorBodyProblem, expectContentType, expectError, expectStatus, jsonOf, postJson, request, type Answer } from '../http.js';
 import { listTurns } from '../reads.js';
 
