@@ -117,8 +117,11 @@ async function cancelTurn(replayUrl: string): Promise<void> {
   if (response.status !== 202 && response.status !== 200) throw new Error(`cancel answered ${response.status}`);
 }
 
-/** Loaded rounds, each between two idle measurements. */
-const ROUNDS = 3;
+/**
+ * Loaded rounds, each between two idle measurements. Five: one round's ratio moves
+ * between 1.1 and 2.1 on this 2-core machine, so a median of three still swings.
+ */
+const ROUNDS = 5;
 
 /**
  * Full replay p50 of a finished turn: on the idle server; then while `followers` follow a
