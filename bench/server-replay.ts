@@ -118,8 +118,8 @@ async function cancelTurn(replayUrl: string): Promise<void> {
 }
 
 /**
- * Loaded rounds, each between two idle measurements. Five: one round's ratio moves
- * between 1.1 and 2.1 on this 2-core machine, so a median of three still swings.
+ * Loaded rounds, each between two idle measurements. Five: one round's ratio moved
+ * between 1.1 and 3.1 in one run on this 2-core machine, so a median of three still swings.
  */
 const ROUNDS = 5;
 
